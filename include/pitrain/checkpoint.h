@@ -1,0 +1,38 @@
+// Checkpoints (HDF5): weights under /model_weights/<layer>/<kernel|bias> in Keras' names and
+// shapes, optimizer state under /optimizer_weights, and the run state as root attributes.
+// Written to a temporary file, flushed, fsynced and renamed: the old file survives any crash.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pitrain/model.h"
+#include "pitrain/optimizer.h"
+
+namespace pitrain {
+
+struct RunState {
+  int64_t epoch = 0;  // epochs completed
+  int64_t step = 0;   // optimizer steps taken
+  uint64_t seed = 0;  // with epoch and step, the whole RNG state (all draws are counter-based)
+};
+
+void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt, const RunState& state,
+                     const std::vector<std::string>& class_names);
+
+struct Checkpoint {
+  Model model;
+  std::vector<std::string> class_names;
+  RunState state;
+  std::string optimizer;
+  int64_t iterations = 0;
+  std::map<std::string, std::vector<float>> optimizer_state;
+};
+
+Checkpoint load_checkpoint(const std::string& path);
+
+// Copies the saved optimizer state into `opt`; throws when it belongs to another optimizer.
+void restore_optimizer(const Checkpoint& ckpt, Optimizer& opt, const std::string& path);
+
+}  // namespace pitrain

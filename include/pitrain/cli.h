@@ -1,0 +1,21 @@
+// Subcommands of the pitrain binary. Each takes its own arguments (argv[0] is the subcommand)
+// and returns the process exit code.
+#pragma once
+#include <cxxopts.hpp>
+#include <string>
+
+#include "pitrain/comm.h"
+
+namespace pitrain::cli {
+
+int prepare(int argc, char** argv, dist::Comm& comm);
+int summary(int argc, char** argv, dist::Comm& comm);
+int train(int argc, char** argv, dist::Comm& comm);
+int evaluate(int argc, char** argv, dist::Comm& comm);
+int predict(int argc, char** argv, dist::Comm& comm);
+
+// Parses, turning cxxopts' exceptions into UsageError. Returns false after printing --help
+// (rank 0), in which case the subcommand returns 0.
+bool parse(cxxopts::Options& options, int argc, char** argv, const dist::Comm& comm, cxxopts::ParseResult& result);
+
+}  // namespace pitrain::cli

@@ -1,0 +1,77 @@
+// A thin RAII layer over the HDF5 C API, shared by the dataset and checkpoint code. Errors are
+// thrown as pitrain::Error naming the file and object; HDF5's own error stack printing is off.
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pitrain::h5 {
+
+// Owns one HDF5 identifier and closes it with the right H5*close.
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer close) : id_(id), close_(close) {}
+  Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
+  Handle& operator=(Handle&& o) noexcept;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle();
+  hid_t get() const { return id_; }
+
+ private:
+  hid_t id_ = -1;
+  Closer close_ = nullptr;
+};
+
+template <class T> hid_t native_type();
+template <> inline hid_t native_type<uint8_t>() { return H5T_NATIVE_UINT8; }
+template <> inline hid_t native_type<int32_t>() { return H5T_NATIVE_INT32; }
+template <> inline hid_t native_type<int64_t>() { return H5T_NATIVE_INT64; }
+template <> inline hid_t native_type<float>() { return H5T_NATIVE_FLOAT; }
+template <> inline hid_t native_type<double>() { return H5T_NATIVE_DOUBLE; }
+
+class File {
+ public:
+  static File create(const std::string& path);  // truncates
+  static File open_read(const std::string& path);
+  const std::string& path() const { return path_; }
+  hid_t id() const { return h_.get(); }
+
+  // Datasets; intermediate groups are created as needed.
+  template <class T>
+  void write(const std::string& name, const std::vector<hsize_t>& dims, const T* data);
+  bool exists(const std::string& name) const;
+  std::vector<hsize_t> shape(const std::string& name) const;
+  H5T_class_t type_class(const std::string& name) const;
+  size_t type_size(const std::string& name) const;
+  // Rows [first, first + count) along dimension 0, converted to T.
+  template <class T>
+  std::vector<T> read_rows(const std::string& name, hsize_t first, hsize_t count) const;
+  template <class T>
+  std::vector<T> read_all(const std::string& name) const;
+
+  // Attributes on the root group.
+  void set_attr(const std::string& name, const std::string& value);
+  void set_attr(const std::string& name, const std::vector<std::string>& values);
+  void set_attr(const std::string& name, double value);
+  bool has_attr(const std::string& name) const;
+  std::string attr_string(const std::string& name) const;
+  std::vector<std::string> attr_strings(const std::string& name) const;
+  double attr_double(const std::string& name) const;
+
+  // Pushes everything written so far to the file (before an fsync and rename).
+  void flush();
+
+ private:
+  File(Handle h, std::string path) : h_(std::move(h)), path_(std::move(path)) {}
+  Handle open_dataset(const std::string& name) const;
+  Handle open_attr(const std::string& name) const;
+  Handle h_;
+  std::string path_;
+};
+
+}  // namespace pitrain::h5

@@ -1,0 +1,30 @@
+// Readers for the two image formats pitrain prepares from: NumPy .npy (Quick Draw numpy_bitmap)
+// and IDX (MNIST, Fashion-MNIST), gzip or plain. Both give 28x28 uint8 images.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pitrain {
+
+constexpr int kImageSide = 28;
+constexpr int kImagePixels = kImageSide * kImageSide;
+
+struct ImageArray {
+  std::vector<uint8_t> pixels;  // (rows, 28, 28), row-major
+  int64_t rows = 0;
+};
+
+// A .npy of dtype '|u1', C order, shape (N,784) or (N,28,28); anything else throws an Error
+// naming the file and what is wrong.
+ImageArray read_npy_images(const std::string& path);
+ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>& bytes);
+
+// IDX files, gzip-compressed or plain: images (N,28,28) ubyte, labels (N,) ubyte.
+ImageArray read_idx_images(const std::string& path);
+std::vector<uint8_t> read_idx_labels(const std::string& path);
+
+// The whole file, decompressed if it is gzip (zlib reads plain files as they are).
+std::vector<uint8_t> read_file_maybe_gzip(const std::string& path);
+
+}  // namespace pitrain

@@ -1,0 +1,75 @@
+// A Sequential model for 28x28x1 images: its layers, one flat parameter buffer and one flat
+// gradient buffer (one allreduce moves all gradients), and activations allocated per batch size.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pitrain/layers.h"
+
+namespace pitrain {
+
+// Built-in models, by name; anything else is read as a layer list (see README "Model specs").
+std::string expand_model_spec(const std::string& name_or_spec);
+
+struct LossStats {
+  double loss_sum = 0;  // summed over samples
+  int64_t correct = 0;  // argmax == label
+};
+
+class Model {
+ public:
+  // Throws UsageError naming the bad token when the spec does not parse or does not fit.
+  Model(const std::string& name_or_spec, int classes);
+  Model(Model&&) = default;
+  Model& operator=(Model&&) = default;
+
+  const std::string& spec() const { return spec_; }  // canonical layer list
+  int classes() const { return classes_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  std::vector<std::string> layer_names() const;  // Keras' names: conv2d, conv2d_1, dense, ...
+  int64_t param_offset(size_t layer) const { return offsets_[layer]; }
+  int64_t num_params() const { return int64_t(params_.size()); }
+  int64_t forward_flops() const;  // per sample
+
+  std::vector<float>& params() { return params_; }
+  std::vector<float>& grads() { return grads_; }
+  const std::vector<float>& params() const { return params_; }
+  const std::vector<float>& grads() const { return grads_; }
+
+  void init_params(uint64_t seed);  // Keras defaults: glorot_uniform kernels, zero biases
+  void reserve(int batch);          // the only place activations are allocated
+  int batch_capacity() const { return batch_; }
+
+  // x: (n, 28, 28, 1) floats in [0, 1]; returns the logits (n, classes).
+  const float* forward(const float* x, int n, const Context& ctx);
+  // dlogits: (n, classes), overwritten. Fills grads() from the last forward.
+  void backward(const float* x, float* dlogits, int n);
+  // Forward, mean softmax cross-entropy over the n samples, backward: grads() then holds the
+  // gradient of the mean loss. Returns the summed loss and the correct count.
+  LossStats forward_backward(const float* x, const int32_t* y, int n, const Context& ctx);
+
+ private:
+  std::string spec_;
+  int classes_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<int64_t> offsets_;
+  std::vector<float> params_, grads_;
+  int batch_ = 0;
+  std::vector<std::vector<float>> acts_;  // output of each layer, (batch, out)
+  std::vector<float> grad_a_, grad_b_;    // ping-pong buffers for activation gradients
+  std::vector<float> dlogits_;            // (batch, classes)
+};
+
+// Threads of one process for the GEMMs (Eigen's OpenMP, or OpenBLAS'); and which GEMM that is.
+void set_compute_threads(int threads);
+std::string gemm_backend();
+
+// Softmax cross-entropy with integer labels, numerically stable (max subtracted).
+// dlogits (optional) = (softmax - onehot) * grad_scale; use 1/n for the mean loss.
+LossStats softmax_cross_entropy(const float* logits, const int32_t* labels, int n, int classes, float* dlogits,
+                                float grad_scale);
+// Logits to probabilities in place, row by row.
+void softmax_rows(float* logits, int n, int classes);
+
+}  // namespace pitrain

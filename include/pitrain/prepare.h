@@ -1,0 +1,30 @@
+// `pitrain prepare`: image files in, one shuffled and split dataset file out.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pitrain {
+
+struct PrepareOptions {
+  std::string npy_dir;               // Quick Draw numpy_bitmap files, <class>.npy
+  std::string idx_dir;               // or MNIST-style IDX files (train-* and t10k-*)
+  std::vector<std::string> classes;  // npy: which files, in label order; idx: the label names
+  int64_t max_per_class = 0;         // npy: keep the first N drawings of each class (0 = all)
+  uint64_t seed = 0;
+  double val_fraction = 0.1;         // npy only: IDX keeps its own test set as /val
+  std::string out;
+};
+
+struct ClassCount {
+  std::string name;
+  int64_t train = 0, val = 0;
+};
+
+// Writes opts.out and returns the per-class counts.
+std::vector<ClassCount> prepare_dataset(const PrepareOptions& opts);
+
+// Class names from "a,b,c" or from a file with one name per line (# starts a comment).
+std::vector<std::string> parse_class_list(const std::string& text_or_file);
+
+}  // namespace pitrain

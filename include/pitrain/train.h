@@ -1,0 +1,86 @@
+// The data-parallel fit loop (Keras' fit under mpirun), validation and evaluation.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "pitrain/comm.h"
+#include "pitrain/dataset.h"
+#include "pitrain/model.h"
+#include "pitrain/optimizer.h"
+
+namespace pitrain {
+
+struct TrainOptions {
+  std::string data;
+  std::string model = "cnn";
+  std::string optimizer = "adam";
+  int epochs = 1;
+  int64_t steps_per_epoch = 0;  // 0: one pass over the largest rank slice
+  int batch_size = 32;          // per rank
+  float lr = 1e-3f;
+  float momentum = 0.0f;        // sgd only
+  std::string lr_scaling = "none";  // or "linear": lr x ranks, reached by a linear warm-up
+  double warmup_epochs = 0;
+  uint64_t seed = 0;
+  int threads = 0;              // 0: the node's cores / ranks on the node
+  std::string checkpoint;       // written every checkpoint_every epochs and at the end
+  int checkpoint_every = 1;
+  std::string resume;
+  std::string log_csv;
+  bool json = false;
+};
+
+struct EpochResult {
+  int epoch = 0;
+  double loss = 0, accuracy = 0, val_loss = 0, val_accuracy = 0;
+  double seconds = 0, mpi_seconds = 0;
+};
+
+struct TrainResult {
+  std::vector<EpochResult> epochs;
+  std::vector<float> params;  // final weights
+};
+
+// One synchronous data-parallel step: forward and backward on this rank's batch, ONE allreduce
+// of the flat gradient buffer (averaged over ranks), then the same optimizer step on every rank.
+LossStats train_step(Model& model, Optimizer& opt, dist::Comm& comm, const float* x, const int32_t* y, int n,
+                     float lr, const Context& ctx);
+
+// Trains as the options say; rank 0 prints progress to `out`.
+TrainResult fit(const TrainOptions& opts, dist::Comm& comm, std::ostream& out);
+
+struct Evaluation {
+  int classes = 0;
+  int64_t count = 0;
+  double loss = 0, accuracy = 0;
+  std::vector<int64_t> confusion;  // (classes, classes): row = true label, column = prediction
+};
+
+// Every rank evaluates its slice; the sums are allreduced, so every rank gets the whole figure.
+Evaluation evaluate(Model& model, const Split& local, dist::Comm& comm);
+
+// Runs `step` on every rank; if it threw an Error on any rank, every rank throws JointError
+// (carrying the message on the ranks that failed), so all leave together instead of hanging.
+void run_together(dist::Comm& comm, const std::function<void()>& step);
+
+// Rank 0's Keras-style progress: a live bar on a terminal, one line an epoch otherwise.
+class ProgressBar {
+ public:
+  ProgressBar(std::ostream& out, bool enabled);
+  void start_epoch(int epoch, int epochs, int64_t steps);
+  void update(int64_t step, double loss, double accuracy, double seconds, double mpi_share);
+  void end_epoch(const EpochResult& r, int64_t steps, double mpi_share);
+
+ private:
+  std::string bar(int64_t step) const;
+  std::ostream& out_;
+  bool enabled_, live_;
+  int epoch_ = 0, epochs_ = 0;
+  int64_t steps_ = 0;
+  double last_draw_ = -1;
+};
+
+}  // namespace pitrain

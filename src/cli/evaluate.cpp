@@ -1,0 +1,52 @@
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+#include "pitrain/checkpoint.h"
+#include "pitrain/cli.h"
+#include "pitrain/error.h"
+#include "pitrain/train.h"
+
+namespace pitrain::cli {
+
+int evaluate(int argc, char** argv, dist::Comm& comm) {
+  cxxopts::Options options("evaluate", "Loss, accuracy, per-class accuracy and confusion matrix of a checkpoint");
+  options.add_options()
+    ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value<std::string>())
+    ("data", "Dataset from `pitrain prepare`", cxxopts::value<std::string>())
+    ("split", "train or val", cxxopts::value<std::string>()->default_value("val"));
+  cxxopts::ParseResult r;
+  if (!parse(options, argc, argv, comm, r)) return 0;
+  if (!r.count("model") || !r.count("data")) throw UsageError("evaluate: --model FILE.h5 and --data FILE.h5 are required");
+  const std::string split = r["split"].as<std::string>();
+  if (split != "train" && split != "val") throw UsageError("evaluate: --split must be train or val");
+  std::optional<Checkpoint> ckpt;
+  RankSlice slice;
+  run_together(comm, [&] {
+    ckpt.emplace(load_checkpoint(r["model"].as<std::string>()));
+    slice = load_rank_slice(r["data"].as<std::string>(), split, comm.rank(), comm.size());
+    if (slice.class_names != ckpt->class_names)
+      throw Error(r["data"].as<std::string>() + ": class_names differ from the checkpoint's; evaluate on data of the same classes");
+  });
+  const Evaluation e = pitrain::evaluate(ckpt->model, slice.data, comm);
+  if (comm.rank() != 0) return 0;
+  const auto& names = ckpt->class_names;
+  const int c = e.classes;
+  std::printf("%s split: %lld images, loss %.4f, accuracy %.4f\n\n%-16s %8s %8s\n", split.c_str(), (long long)e.count,
+              e.loss, e.accuracy, "class", "images", "accuracy");
+  for (int i = 0; i < c; ++i) {
+    int64_t row = 0;
+    for (int j = 0; j < c; ++j) row += e.confusion[size_t(i * c + j)];
+    std::printf("%-16s %8lld %8.4f\n", names[size_t(i)].c_str(), (long long)row,
+                row ? double(e.confusion[size_t(i * c + i)]) / double(row) : 0.0);
+  }
+  std::printf("\nconfusion matrix (rows: true class, columns: predicted, in the order above)\n");
+  for (int i = 0; i < c; ++i) {
+    std::printf("%-16.16s", names[size_t(i)].c_str());
+    for (int j = 0; j < c; ++j) std::printf(" %5lld", (long long)e.confusion[size_t(i * c + j)]);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace pitrain::cli

@@ -1,0 +1,64 @@
+// pitrain: data-parallel training of small conv nets under mpirun (SPMD).
+#include <mpi.h>
+
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include "pitrain/cli.h"
+#include "pitrain/error.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: pitrain <command> [options]   (start it with mpirun for more than one rank)\n"
+    "commands:\n"
+    "  prepare   Quick Draw .npy or IDX files -> one shuffled, split HDF5 dataset\n"
+    "  summary   print a model's layers, output shapes and parameter counts\n"
+    "  train     train on a dataset, one allreduce of the gradients per step\n"
+    "  evaluate  loss, accuracy, per-class accuracy and confusion matrix of a checkpoint\n"
+    "  predict   top-3 classes of 28x28 PGM/PNG images or .npy rows\n"
+    "`pitrain <command> --help` lists each command's options.\n";
+
+int dispatch(int argc, char** argv, pitrain::dist::Comm& comm) {
+  using Command = int (*)(int, char**, pitrain::dist::Comm&);
+  const std::map<std::string, Command> commands = {{"prepare", pitrain::cli::prepare},
+                                                   {"summary", pitrain::cli::summary},
+                                                   {"train", pitrain::cli::train},
+                                                   {"evaluate", pitrain::cli::evaluate},
+                                                   {"predict", pitrain::cli::predict}};
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    if (comm.rank() == 0) std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  auto it = commands.find(argv[1]);
+  if (it == commands.end())
+    throw pitrain::UsageError(std::string("unknown command '") + argv[1] + "'; run `pitrain --help` for the list");
+  return it->second(argc - 1, argv + 1, comm);
+}
+
+}  // namespace
+
+// Every rank can fail alone: an error that only this rank saw ends the whole job (MPI_Abort)
+// with its message, instead of leaving the other ranks waiting in a collective.
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  pitrain::dist::Comm comm;
+  const std::string who = comm.size() > 1 ? " (rank " + std::to_string(comm.rank()) + ")" : "";
+  int code = 0;
+  try {
+    code = dispatch(argc, argv, comm);
+  } catch (const pitrain::UsageError& e) {  // every rank has it: rank 0 speaks for all
+    if (comm.rank() == 0) std::cerr << "pitrain: error: " << e.what() << "\n";
+    code = 2;
+  } catch (const pitrain::JointError& e) {  // every rank knows; only those that failed speak
+    if (*e.what()) std::cerr << "pitrain: error" << who << ": " << e.what() << "\n";
+    code = 1;
+  } catch (const std::exception& e) {
+    std::cerr << "pitrain: error" << who << ": " << e.what() << std::endl;
+    if (comm.size() > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    code = 1;
+  }
+  MPI_Finalize();
+  return code;
+}

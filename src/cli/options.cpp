@@ -1,0 +1,25 @@
+#include <iostream>
+
+#include "pitrain/cli.h"
+#include "pitrain/error.h"
+
+namespace pitrain::cli {
+
+bool parse(cxxopts::Options& options, int argc, char** argv, const dist::Comm& comm, cxxopts::ParseResult& result) {
+  options.add_options()("h,help", "Show this help");
+  try {
+    result = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw UsageError(options.program() + ": " + e.what() + "; see `pitrain " + options.program() + " --help`");
+  }
+  if (result.count("help")) {
+    if (comm.rank() == 0) std::cout << options.help() << std::flush;
+    return false;
+  }
+  if (!result.unmatched().empty())
+    throw UsageError(options.program() + ": unexpected argument '" + result.unmatched()[0] + "'; see `pitrain " +
+                     options.program() + " --help`");
+  return true;
+}
+
+}  // namespace pitrain::cli

@@ -1,0 +1,46 @@
+#include <cstdio>
+#include <iostream>
+
+#include "pitrain/cli.h"
+#include "pitrain/prepare.h"
+#include "pitrain/train.h"
+
+namespace pitrain::cli {
+
+int prepare(int argc, char** argv, dist::Comm& comm) {
+  cxxopts::Options options("prepare", "Image files -> one shuffled HDF5 dataset (/train, /val, class_names)");
+  options.add_options()
+    ("npy", "Folder of Quick Draw numpy_bitmap files, <class>.npy", cxxopts::value<std::string>())
+    ("idx", "Folder of MNIST-style IDX files (train-*, t10k-*; .gz or plain)", cxxopts::value<std::string>())
+    ("classes", "Class names in label order: a,b,c or a file with one a line", cxxopts::value<std::string>())
+    ("max-per-class", "Keep the first N drawings of each class (0 = all)", cxxopts::value<int64_t>()->default_value("0"))
+    ("val-fraction", "Share held out as /val (npy; IDX keeps its test set)", cxxopts::value<double>()->default_value("0.1"))
+    ("seed", "Shuffle seed", cxxopts::value<uint64_t>()->default_value("0"))
+    ("o,out", "Output HDF5 file", cxxopts::value<std::string>());
+  cxxopts::ParseResult r;
+  if (!parse(options, argc, argv, comm, r)) return 0;
+  PrepareOptions o;
+  if (r.count("npy")) o.npy_dir = r["npy"].as<std::string>();
+  if (r.count("idx")) o.idx_dir = r["idx"].as<std::string>();
+  if (r.count("classes")) o.classes = parse_class_list(r["classes"].as<std::string>());
+  if (r.count("out")) o.out = r["out"].as<std::string>();
+  o.max_per_class = r["max-per-class"].as<int64_t>();
+  o.val_fraction = r["val-fraction"].as<double>();
+  o.seed = r["seed"].as<uint64_t>();
+  std::vector<ClassCount> counts;
+  run_together(comm, [&] {
+    if (comm.rank() == 0) counts = prepare_dataset(o);  // one writer; the other ranks just wait
+  });
+  if (comm.rank() != 0) return 0;
+  int64_t train = 0, val = 0;
+  std::printf("%-20s %8s %8s\n", "class", "train", "val");
+  for (auto& c : counts) {
+    std::printf("%-20s %8lld %8lld\n", c.name.c_str(), (long long)c.train, (long long)c.val);
+    train += c.train, val += c.val;
+  }
+  std::printf("%-20s %8lld %8lld\nwrote %s: %lld images in %zu classes\n", "total", (long long)train, (long long)val,
+              o.out.c_str(), (long long)(train + val), counts.size());
+  return 0;
+}
+
+}  // namespace pitrain::cli

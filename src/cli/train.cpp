@@ -1,0 +1,35 @@
+#include <iostream>
+
+#include "pitrain/cli.h"
+#include "pitrain/train.h"
+
+namespace pitrain::cli {
+
+int train(int argc, char** argv, dist::Comm& comm) {
+  TrainOptions o;
+  cxxopts::Options options("train", "Data-parallel training: every rank its slice, one gradient allreduce a step");
+  options.add_options()
+    ("data", "Dataset from `pitrain prepare`", cxxopts::value(o.data))
+    ("model", "cnn, mlp, cnn128 or a layer list (see README)", cxxopts::value(o.model)->default_value("cnn"))
+    ("epochs", "Epochs", cxxopts::value(o.epochs)->default_value("1"))
+    ("steps-per-epoch", "Steps an epoch (0 = one pass over the largest rank slice)", cxxopts::value(o.steps_per_epoch)->default_value("0"))
+    ("batch-size", "Batch per rank (global batch = ranks x this)", cxxopts::value(o.batch_size)->default_value("32"))
+    ("optimizer", "adam or sgd", cxxopts::value(o.optimizer)->default_value("adam"))
+    ("lr", "Learning rate", cxxopts::value(o.lr)->default_value("0.001"))
+    ("momentum", "SGD momentum", cxxopts::value(o.momentum)->default_value("0"))
+    ("lr-scaling", "none, or linear: lr x ranks after a linear warm-up", cxxopts::value(o.lr_scaling)->default_value("none"))
+    ("warmup-epochs", "Epochs of linear warm-up with --lr-scaling linear", cxxopts::value(o.warmup_epochs)->default_value("0"))
+    ("seed", "Seed of weights, shuffles and dropout", cxxopts::value(o.seed)->default_value("0"))
+    ("threads", "Compute threads a rank (0 = cores / ranks on the node)", cxxopts::value(o.threads)->default_value("0"))
+    ("checkpoint", "Checkpoint file, written atomically by rank 0", cxxopts::value(o.checkpoint))
+    ("checkpoint-every", "Epochs between checkpoints (and always at the end)", cxxopts::value(o.checkpoint_every)->default_value("1"))
+    ("resume", "Continue from this checkpoint (any number of ranks)", cxxopts::value(o.resume))
+    ("log", "CSV file, one row an epoch", cxxopts::value(o.log_csv))
+    ("json", "End with one JSON line of figures instead of the progress output", cxxopts::value(o.json));
+  cxxopts::ParseResult r;
+  if (!parse(options, argc, argv, comm, r)) return 0;
+  fit(o, comm, std::cout);
+  return 0;
+}
+
+}  // namespace pitrain::cli

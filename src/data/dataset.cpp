@@ -1,0 +1,68 @@
+#include "pitrain/dataset.h"
+
+#include "pitrain/error.h"
+#include "pitrain/h5.h"
+#include "pitrain/image_files.h"
+
+namespace pitrain {
+
+std::pair<int64_t, int64_t> slice_bounds(int64_t n, int rank, int size) {
+  return {n * rank / size, n * (rank + 1) / size};
+}
+
+namespace {
+
+std::string dims_text(const std::vector<hsize_t>& dims) {
+  std::string s = "(";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + (dims.size() == 1 ? ",)" : ")");
+}
+
+}  // namespace
+
+RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size) {
+  auto f = h5::File::open_read(path);
+  const std::string images = "/" + split + "/images", labels = "/" + split + "/labels";
+  RankSlice s;
+  s.class_names = f.attr_strings("class_names");
+  if (s.class_names.empty()) throw Error(path + ": attribute class_names is empty");
+  const auto idims = f.shape(images), ldims = f.shape(labels);
+  if (idims.size() != 3 || idims[1] != kImageSide || idims[2] != kImageSide)
+    throw Error(path + ": dataset " + images + " has shape " + dims_text(idims) + ", expected (N,28,28)");
+  if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1)
+    throw Error(path + ": dataset " + images + " must be uint8 pixels");
+  if (ldims.size() != 1 || ldims[0] != idims[0])
+    throw Error(path + ": dataset " + labels + " has shape " + dims_text(ldims) + ", expected (" +
+                std::to_string(idims[0]) + ",) to match " + images);
+  if (f.type_class(labels) != H5T_INTEGER) throw Error(path + ": dataset " + labels + " must hold integers");
+  s.total_rows = int64_t(idims[0]);
+  if (s.total_rows < size)
+    throw Error(path + ": " + split + " split has " + std::to_string(s.total_rows) + " rows, fewer than the " +
+                std::to_string(size) + " ranks; use fewer ranks or more data");
+  auto [first, last] = slice_bounds(s.total_rows, rank, size);
+  s.first_row = first;
+  s.data.images = f.read_rows<uint8_t>(images, hsize_t(first), hsize_t(last - first));
+  s.data.labels = f.read_rows<int32_t>(labels, hsize_t(first), hsize_t(last - first));
+  const int32_t classes = int32_t(s.class_names.size());
+  for (int64_t i = 0; i < s.data.size(); ++i)
+    if (s.data.labels[i] < 0 || s.data.labels[i] >= classes)
+      throw Error(path + ": " + labels + " row " + std::to_string(first + i) + " has label " +
+                  std::to_string(s.data.labels[i]) + ", outside the " + std::to_string(classes) +
+                  " classes of class_names");
+  return s;
+}
+
+void write_dataset(const std::string& path, const Split& train, const Split& val,
+                   const std::vector<std::string>& class_names,
+                   const std::map<std::string, std::string>& provenance) {
+  auto f = h5::File::create(path);
+  for (auto [name, split] : {std::pair{"train", &train}, std::pair{"val", &val}}) {
+    const hsize_t n = hsize_t(split->size());
+    f.write<uint8_t>(std::string("/") + name + "/images", {n, kImageSide, kImageSide}, split->images.data());
+    f.write<int32_t>(std::string("/") + name + "/labels", {n}, split->labels.data());
+  }
+  f.set_attr("class_names", class_names);
+  for (auto& [k, v] : provenance) f.set_attr(k, v);
+}
+
+}  // namespace pitrain

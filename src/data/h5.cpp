@@ -1,0 +1,216 @@
+#include "pitrain/h5.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "pitrain/error.h"
+
+namespace pitrain::h5 {
+namespace {
+
+// HDF5 prints its error stack to stderr by default; we report our own one-line errors instead.
+void silence_hdf5() {
+  static const bool done = (H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr), true);
+  (void)done;
+}
+
+}  // namespace
+
+Handle& Handle::operator=(Handle&& o) noexcept {
+  std::swap(id_, o.id_);
+  std::swap(close_, o.close_);
+  return *this;
+}
+
+Handle::~Handle() {
+  if (id_ >= 0 && close_) close_(id_);
+}
+
+File File::create(const std::string& path) {
+  silence_hdf5();
+  hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (id < 0) throw Error(path + ": cannot create file (" + std::strerror(errno) + "); check that the folder exists and is writable");
+  return File(Handle(id, H5Fclose), path);
+}
+
+File File::open_read(const std::string& path) {
+  silence_hdf5();
+  if (!std::ifstream(path)) throw Error(path + ": no such file (" + std::strerror(errno) + "); check the path");
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not an HDF5 file; make one with `pitrain prepare`");
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) throw Error(path + ": cannot open as HDF5 (damaged or truncated?)");
+  return File(Handle(id, H5Fclose), path);
+}
+
+template <class T>
+void File::write(const std::string& name, const std::vector<hsize_t>& dims, const T* data) {
+  Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
+  Handle ds(H5Dcreate2(id(), name.c_str(), native_type<T>(), space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
+            H5Dclose);
+  if (ds.get() < 0 || H5Dwrite(ds.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+    throw Error(path_ + ": cannot write dataset " + name + " (disk full?)");
+}
+
+bool File::exists(const std::string& name) const {
+  // H5Lexists needs each parent group to exist, so walk the path.
+  size_t pos = 0;
+  while ((pos = name.find('/', pos + 1)) != std::string::npos)
+    if (H5Lexists(id(), name.substr(0, pos).c_str(), H5P_DEFAULT) <= 0) return false;
+  return H5Lexists(id(), name.c_str(), H5P_DEFAULT) > 0;
+}
+
+Handle File::open_dataset(const std::string& name) const {
+  if (!exists(name)) throw Error(path_ + ": dataset " + name + " is missing");
+  Handle ds(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (ds.get() < 0) throw Error(path_ + ": " + name + " is not a readable dataset");
+  return ds;
+}
+
+std::vector<hsize_t> File::shape(const std::string& name) const {
+  Handle ds = open_dataset(name);
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  std::vector<hsize_t> dims(H5Sget_simple_extent_ndims(space.get()));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return dims;
+}
+
+H5T_class_t File::type_class(const std::string& name) const {
+  Handle ds = open_dataset(name);
+  Handle t(H5Dget_type(ds.get()), H5Tclose);
+  return H5Tget_class(t.get());
+}
+
+size_t File::type_size(const std::string& name) const {
+  Handle ds = open_dataset(name);
+  Handle t(H5Dget_type(ds.get()), H5Tclose);
+  return H5Tget_size(t.get());
+}
+
+template <class T>
+std::vector<T> File::read_rows(const std::string& name, hsize_t first, hsize_t count) const {
+  Handle ds = open_dataset(name);
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  std::vector<hsize_t> dims(H5Sget_simple_extent_ndims(space.get()));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  if (dims.empty() || first + count > dims[0])
+    throw Error(path_ + ": " + name + " has fewer rows than requested");
+  std::vector<hsize_t> start(dims.size(), 0), extent = dims;
+  start[0] = first;
+  extent[0] = count;
+  size_t n = 1;
+  for (auto d : extent) n *= d;
+  std::vector<T> out(n);
+  if (n == 0) return out;
+  H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr);
+  Handle mem(H5Screate_simple(int(extent.size()), extent.data(), nullptr), H5Sclose);
+  if (H5Dread(ds.get(), native_type<T>(), mem.get(), space.get(), H5P_DEFAULT, out.data()) < 0)
+    throw Error(path_ + ": cannot read " + name + " (damaged or truncated file?)");
+  return out;
+}
+
+template <class T>
+std::vector<T> File::read_all(const std::string& name) const {
+  auto dims = shape(name);
+  return read_rows<T>(name, 0, dims.empty() ? 0 : dims[0]);
+}
+
+namespace {
+
+Handle string_type() {
+  Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(t.get(), H5T_VARIABLE);
+  H5Tset_cset(t.get(), H5T_CSET_UTF8);
+  return t;
+}
+
+void write_attr(hid_t loc, const std::string& file, const std::string& name, hid_t type, hid_t space, const void* data) {
+  if (H5Aexists(loc, name.c_str()) > 0) H5Adelete(loc, name.c_str());
+  Handle a(H5Acreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (a.get() < 0 || H5Awrite(a.get(), type, data) < 0) throw Error(file + ": cannot write attribute " + name);
+}
+
+void write_string_attr(hid_t loc, const std::string& file, const std::string& name,
+                       const std::vector<std::string>& values, bool scalar) {
+  std::vector<const char*> ptrs;
+  for (auto& v : values) ptrs.push_back(v.c_str());
+  Handle t = string_type();
+  hsize_t n = values.size();
+  Handle space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), H5Sclose);
+  write_attr(loc, file, name, t.get(), space.get(), ptrs.data());
+}
+
+}  // namespace
+
+void File::set_attr(const std::string& name, const std::string& value) {
+  write_string_attr(id(), path_, name, {value}, true);
+}
+
+void File::set_attr(const std::string& name, const std::vector<std::string>& values) {
+  write_string_attr(id(), path_, name, values, false);
+}
+
+void File::set_attr(const std::string& name, double value) {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  write_attr(id(), path_, name, H5T_NATIVE_DOUBLE, space.get(), &value);
+}
+
+bool File::has_attr(const std::string& name) const { return H5Aexists(id(), name.c_str()) > 0; }
+
+Handle File::open_attr(const std::string& name) const {
+  if (!has_attr(name)) throw Error(path_ + ": attribute " + name + " is missing");
+  return Handle(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose);
+}
+
+std::vector<std::string> File::attr_strings(const std::string& name) const {
+  Handle a = open_attr(name);
+  Handle ft(H5Aget_type(a.get()), H5Tclose);
+  if (H5Tget_class(ft.get()) != H5T_STRING) throw Error(path_ + ": attribute " + name + " is not a string");
+  Handle space(H5Aget_space(a.get()), H5Sclose);
+  const size_t n = size_t(H5Sget_simple_extent_npoints(space.get()));
+  std::vector<std::string> out;
+  if (H5Tis_variable_str(ft.get()) > 0) {
+    std::vector<char*> ptrs(n);
+    Handle t = string_type();
+    if (H5Aread(a.get(), t.get(), ptrs.data()) < 0) throw Error(path_ + ": cannot read attribute " + name);
+    for (char* p : ptrs) out.emplace_back(p ? p : "");
+    H5Dvlen_reclaim(t.get(), space.get(), H5P_DEFAULT, ptrs.data());
+  } else {  // fixed-length strings, as h5py writes numpy 'S' arrays
+    const size_t len = H5Tget_size(ft.get());
+    std::vector<char> buf(n * len);
+    if (H5Aread(a.get(), ft.get(), buf.data()) < 0) throw Error(path_ + ": cannot read attribute " + name);
+    for (size_t i = 0; i < n; ++i) out.emplace_back(std::string(&buf[i * len], strnlen(&buf[i * len], len)));
+  }
+  return out;
+}
+
+std::string File::attr_string(const std::string& name) const {
+  auto v = attr_strings(name);
+  if (v.size() != 1) throw Error(path_ + ": attribute " + name + " should hold one string");
+  return v[0];
+}
+
+double File::attr_double(const std::string& name) const {
+  Handle a = open_attr(name);
+  double v = 0;
+  if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) throw Error(path_ + ": attribute " + name + " is not a number");
+  return v;
+}
+
+void File::flush() {
+  if (H5Fflush(id(), H5F_SCOPE_GLOBAL) < 0) throw Error(path_ + ": flush failed (disk full?)");
+}
+
+#define PITRAIN_H5_INSTANTIATE(T)                                                               \
+  template void File::write<T>(const std::string&, const std::vector<hsize_t>&, const T*);      \
+  template std::vector<T> File::read_rows<T>(const std::string&, hsize_t, hsize_t) const;       \
+  template std::vector<T> File::read_all<T>(const std::string&) const;
+PITRAIN_H5_INSTANTIATE(uint8_t)
+PITRAIN_H5_INSTANTIATE(int32_t)
+PITRAIN_H5_INSTANTIATE(int64_t)
+PITRAIN_H5_INSTANTIATE(float)
+PITRAIN_H5_INSTANTIATE(double)
+
+}  // namespace pitrain::h5

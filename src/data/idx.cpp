@@ -1,0 +1,72 @@
+// IDX reader (the MNIST format): two zero bytes, a type byte (0x08 = ubyte), the number of
+// dimensions, the dimensions as big-endian u32, then the data.
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "pitrain/error.h"
+#include "pitrain/image_files.h"
+
+namespace pitrain {
+
+std::vector<uint8_t> read_file_maybe_gzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw Error(path + ": cannot open (" + std::strerror(errno) + "); check the path");
+  std::vector<uint8_t> data;
+  uint8_t chunk[1 << 16];
+  int n;
+  while ((n = gzread(f, chunk, sizeof chunk)) > 0) data.insert(data.end(), chunk, chunk + n);
+  int err = Z_OK;
+  const std::string msg = n < 0 ? gzerror(f, &err) : "";
+  gzclose(f);
+  if (n < 0) throw Error(path + ": read failed (" + msg + "); the file is damaged or truncated");
+  return data;
+}
+
+namespace {
+
+struct IdxArray {
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> data;
+};
+
+IdxArray read_idx(const std::string& path) {
+  const auto b = read_file_maybe_gzip(path);
+  if (b.size() < 4 || b[0] != 0 || b[1] != 0) throw Error(path + ": not an IDX file (bad magic)");
+  if (b[2] != 0x08) throw Error(path + ": IDX data type 0x" + std::to_string(b[2]) + ", expected 0x08 (unsigned byte)");
+  const size_t nd = b[3];
+  if (b.size() < 4 + 4 * nd) throw Error(path + ": truncated IDX header");
+  IdxArray a;
+  size_t count = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    const uint8_t* p = &b[4 + 4 * i];
+    a.dims.push_back((int64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);
+    count *= size_t(a.dims.back());
+  }
+  const size_t have = b.size() - 4 - 4 * nd;
+  if (have != count)
+    throw Error(path + ": IDX header declares " + std::to_string(count) + " bytes of data but the file holds " +
+                std::to_string(have) + (have < count ? " (truncated)" : ""));
+  a.data.assign(b.begin() + 4 + 4 * nd, b.end());
+  return a;
+}
+
+}  // namespace
+
+ImageArray read_idx_images(const std::string& path) {
+  auto a = read_idx(path);
+  if (a.dims.size() != 3 || a.dims[1] != kImageSide || a.dims[2] != kImageSide)
+    throw Error(path + ": IDX images have " + std::to_string(a.dims.size()) + " dimensions" +
+                (a.dims.size() == 3 ? " of (N," + std::to_string(a.dims[1]) + "," + std::to_string(a.dims[2]) + ")" : "") +
+                ", expected (N,28,28)");
+  return {std::move(a.data), a.dims[0]};
+}
+
+std::vector<uint8_t> read_idx_labels(const std::string& path) {
+  auto a = read_idx(path);
+  if (a.dims.size() != 1) throw Error(path + ": IDX labels must be one-dimensional (N,)");
+  return std::move(a.data);
+}
+
+}  // namespace pitrain

@@ -1,0 +1,69 @@
+#include "pitrain/comm.h"
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstdlib>
+
+namespace pitrain::dist {
+namespace {
+
+// MPI counts are int: move larger buffers in chunks.
+template <class Op>
+void in_chunks(int64_t n, Op op) {
+  for (int64_t off = 0; off < n; off += INT_MAX) op(off, int(std::min<int64_t>(INT_MAX, n - off)));
+}
+
+}  // namespace
+
+Comm::Comm() {
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+void Comm::broadcast(float* data, int64_t n, int root) {
+  const double t0 = MPI_Wtime();
+  in_chunks(n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, MPI_COMM_WORLD); });
+  mpi_seconds_ += MPI_Wtime() - t0;
+}
+
+void Comm::allreduce_mean(float* data, int64_t n) {
+  if (size_ == 1) return;
+  const double t0 = MPI_Wtime();
+  in_chunks(n, [&](int64_t off, int count) {
+    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  });
+  const float inv = 1.0f / float(size_);
+  for (int64_t i = 0; i < n; ++i) data[i] *= inv;
+  mpi_seconds_ += MPI_Wtime() - t0;
+  bytes_sent_ += n * int64_t(sizeof(float));
+}
+
+void Comm::allreduce_sum(double* data, int64_t n) {
+  if (size_ == 1) return;
+  const double t0 = MPI_Wtime();
+  in_chunks(n, [&](int64_t off, int count) {
+    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  });
+  mpi_seconds_ += MPI_Wtime() - t0;
+  bytes_sent_ += n * int64_t(sizeof(double));
+}
+
+double Comm::max(double value) {
+  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return value;
+}
+
+bool Comm::all_ok(bool ok) {
+  int v = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return v == 1;
+}
+
+int local_ranks() {
+  const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int n = s ? std::atoi(s) : 1;
+  return n > 0 ? n : 1;
+}
+
+}  // namespace pitrain::dist

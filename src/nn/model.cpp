@@ -1,0 +1,89 @@
+#include "pitrain/model.h"
+
+#include <Eigen/Core>
+#include <map>
+
+#include "pitrain/rng.h"
+
+namespace pitrain {
+
+std::vector<std::string> Model::layer_names() const {
+  std::map<std::string, int> seen;
+  std::vector<std::string> names;
+  for (auto& l : layers_) {
+    const int k = seen[l->kind()]++;
+    names.push_back(k ? l->kind() + "_" + std::to_string(k) : l->kind());
+  }
+  return names;
+}
+
+int64_t Model::forward_flops() const {
+  int64_t f = 0;
+  for (auto& l : layers_) f += l->forward_flops();
+  return f;
+}
+
+void Model::init_params(uint64_t seed) {
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->init_params(rng_key(seed, 0x1417, i));
+}
+
+void Model::reserve(int batch) {
+  if (batch == batch_) return;
+  batch_ = batch;
+  acts_.resize(layers_.size());
+  size_t widest = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    acts_[i].assign(size_t(batch) * layers_[i]->output_shape().size(), 0.0f);
+    widest = std::max({widest, acts_[i].size(), size_t(batch) * layers_[i]->input_shape().size()});
+    layers_[i]->reserve(batch);
+  }
+  dlogits_.assign(size_t(batch) * classes_, 0.0f);
+  grad_a_.assign(widest, 0.0f);
+  grad_b_.assign(widest, 0.0f);
+}
+
+const float* Model::forward(const float* x, int n, const Context& ctx) {
+  if (n > batch_) reserve(n);
+  const float* in = x;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->forward(in, acts_[i].data(), n, ctx);
+    in = acts_[i].data();
+  }
+  return in;
+}
+
+void Model::backward(const float* x, float* dlogits, int n) {
+  float* dy = dlogits;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    float* dx = i == 0 ? nullptr : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
+    layers_[i]->backward(i == 0 ? x : acts_[i - 1].data(), acts_[i].data(), dy, dx, n);
+    dy = dx;
+  }
+}
+
+}  // namespace pitrain
+
+namespace pitrain {
+
+LossStats Model::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx) {
+  const float* logits = forward(x, n, ctx);
+  const LossStats st = softmax_cross_entropy(logits, y, n, classes_, dlogits_.data(), 1.0f / float(n));
+  backward(x, dlogits_.data(), n);
+  return st;
+}
+
+#ifdef PITRAIN_OPENBLAS
+extern "C" void openblas_set_num_threads(int);
+std::string gemm_backend() { return "openblas"; }
+#else
+std::string gemm_backend() { return "eigen"; }
+#endif
+
+void set_compute_threads(int threads) {
+  Eigen::setNbThreads(threads);
+#ifdef PITRAIN_OPENBLAS
+  openblas_set_num_threads(threads);
+#endif
+}
+
+}  // namespace pitrain

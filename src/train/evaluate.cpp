@@ -1,0 +1,59 @@
+#include <algorithm>
+#include <numeric>
+
+#include "pitrain/error.h"
+#include "pitrain/image_files.h"
+#include "pitrain/train.h"
+
+namespace pitrain {
+
+namespace {
+constexpr int kEvalBatch = 256;
+}
+
+Evaluation evaluate(Model& model, const Split& local, dist::Comm& comm) {
+  const int classes = model.classes();
+  // [loss sum, correct, count, confusion...]: one allreduce for all of it.
+  std::vector<double> sums(3 + size_t(classes) * classes, 0.0);
+  std::vector<float> x(size_t(kEvalBatch) * kImagePixels);
+  std::vector<int32_t> y(kEvalBatch);
+  std::vector<int64_t> idx(kEvalBatch);
+  const Context ctx{false, 0};
+  for (int64_t first = 0; first < local.size(); first += kEvalBatch) {
+    const int n = int(std::min<int64_t>(kEvalBatch, local.size() - first));
+    std::iota(idx.begin(), idx.begin() + n, first);
+    make_batch(local, idx.data(), n, x.data(), y.data());
+    const float* logits = model.forward(x.data(), n, ctx);
+    const LossStats st = softmax_cross_entropy(logits, y.data(), n, classes, nullptr, 0.0f);
+    sums[0] += st.loss_sum;
+    sums[1] += double(st.correct);
+    sums[2] += n;
+    for (int i = 0; i < n; ++i) {
+      const float* z = logits + int64_t(i) * classes;
+      sums[3 + size_t(y[i]) * classes + size_t(std::max_element(z, z + classes) - z)] += 1;
+    }
+  }
+  comm.allreduce_sum(sums.data(), int64_t(sums.size()));
+  Evaluation e;
+  e.classes = classes;
+  e.count = int64_t(sums[2]);
+  if (e.count == 0) throw Error("evaluate: the split has no images");
+  e.loss = sums[0] / sums[2];
+  e.accuracy = sums[1] / sums[2];
+  for (size_t i = 3; i < sums.size(); ++i) e.confusion.push_back(int64_t(sums[i]));
+  return e;
+}
+
+void run_together(dist::Comm& comm, const std::function<void()>& step) {
+  std::string message;
+  try {
+    step();
+  } catch (const UsageError&) {
+    throw;  // every rank throws it alike
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  if (!comm.all_ok(message.empty())) throw JointError(message);
+}
+
+}  // namespace pitrain

@@ -1,0 +1,178 @@
+// The fit loop. Every rank trains on its own slice; gradients meet in one allreduce per step.
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "pitrain/checkpoint.h"
+#include "pitrain/error.h"
+#include "pitrain/image_files.h"
+#include "pitrain/rng.h"
+#include "pitrain/train.h"
+
+namespace pitrain {
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+void check_options(const TrainOptions& o) {
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) throw UsageError(msg);
+  };
+  need(!o.data.empty(), "train: --data FILE.h5 is required (make one with `pitrain prepare`)");
+  need(o.epochs > 0, "--epochs must be a positive integer, got " + std::to_string(o.epochs));
+  need(o.batch_size > 0, "--batch-size must be a positive integer, got " + std::to_string(o.batch_size));
+  need(o.steps_per_epoch >= 0, "--steps-per-epoch must be 0 (one pass) or positive");
+  need(o.lr > 0 && std::isfinite(o.lr), "--lr must be a positive number");
+  need(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1)");
+  need(o.lr_scaling == "none" || o.lr_scaling == "linear", "--lr-scaling must be none or linear");
+  need(o.warmup_epochs >= 0, "--warmup-epochs must be 0 or positive");
+  need(o.threads >= 0, "--threads must be 0 (automatic) or positive");
+  need(o.checkpoint_every > 0, "--checkpoint-every must be a positive number of epochs");
+}
+
+// Fails early, before any training, when an output file cannot be written.
+void check_writable(const std::string& path, const std::string& flag) {
+  if (path.empty()) return;
+  const std::string probe = path + ".tmp";
+  if (!std::ofstream(probe)) throw Error(flag + " " + path + ": cannot write there; check that the folder exists and is writable");
+  std::remove(probe.c_str());
+}
+
+std::string json_line(const TrainOptions& o, const dist::Comm& comm, const Model& model, int threads, int64_t steps,
+                      int64_t spe, double train_s, double wall_s, double mpi_s, const EpochResult& last) {
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v);
+    return std::string(b);
+  };
+  const double images = double(comm.size()) * o.batch_size * double(steps);
+  return std::string("{") + "\"ranks\": " + std::to_string(comm.size()) + ", \"threads\": " + std::to_string(threads) +
+         ", \"batch_per_rank\": " + std::to_string(o.batch_size) + ", \"steps\": " + std::to_string(steps) +
+         ", \"steps_per_epoch\": " + std::to_string(spe) + ", \"train_seconds\": " + num(train_s) +
+         ", \"images_per_second\": " + num(images / train_s) + ", \"ms_per_step\": " + num(1e3 * train_s / double(steps)) +
+         ", \"val_accuracy\": " + num(last.val_accuracy) + ", \"val_loss\": " + num(last.val_loss) +
+         ", \"params\": " + std::to_string(model.num_params()) + ", \"mpi_seconds\": " + num(mpi_s) +
+         ", \"mpi_share\": " + num(mpi_s / train_s) + ", \"bytes_per_step\": " +
+         std::to_string(model.num_params() * int64_t(sizeof(float))) + ", \"wall_seconds\": " + num(wall_s) +
+         ", \"epochs\": " + std::to_string(last.epoch) + ", \"model\": \"" + model.spec() + "\", \"optimizer\": \"" +
+         o.optimizer + "\", \"lr\": " + num(o.lr) + ", \"gemm\": \"" + gemm_backend() + "\"}";
+}
+
+}  // namespace
+
+LossStats train_step(Model& model, Optimizer& opt, dist::Comm& comm, const float* x, const int32_t* y, int n, float lr,
+                     const Context& ctx) {
+  const LossStats st = model.forward_backward(x, y, n, ctx);
+  comm.allreduce_mean(model.grads().data(), model.num_params());
+  opt.step(model.params().data(), model.grads().data(), model.num_params(), lr);
+  return st;
+}
+
+TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
+  check_options(o);
+  const double wall0 = now();
+  const int rank = comm.rank(), ranks = comm.size();
+  const int threads = o.threads ? o.threads
+                                : std::max(1, int(std::thread::hardware_concurrency()) / dist::local_ranks());
+  set_compute_threads(threads);
+
+  RankSlice train, val;
+  std::optional<Checkpoint> ckpt;
+  run_together(comm, [&] {
+    train = load_rank_slice(o.data, "train", rank, ranks);
+    val = load_rank_slice(o.data, "val", rank, ranks);
+    if (!o.resume.empty()) {
+      ckpt.emplace(load_checkpoint(o.resume));
+      if (ckpt->class_names != train.class_names)
+        throw Error(o.resume + ": checkpoint classes differ from " + o.data + "'s class_names; resume on the same data");
+    }
+    if (rank == 0) check_writable(o.checkpoint, "--checkpoint"), check_writable(o.log_csv, "--log");
+  });
+  const auto& class_names = train.class_names;
+  Model model = ckpt ? std::move(ckpt->model) : Model(o.model, int(class_names.size()));
+  auto opt = make_optimizer(o.optimizer, model.num_params(), o.momentum);
+  RunState state{0, 0, o.seed};
+  if (ckpt) {
+    restore_optimizer(*ckpt, *opt, o.resume);
+    state = ckpt->state;
+  } else if (rank == 0) {
+    model.init_params(o.seed);
+  }
+  comm.broadcast(model.params().data(), model.num_params());  // every rank starts from rank 0's weights
+
+  const int64_t largest_slice = (train.total_rows + ranks - 1) / ranks;
+  const int64_t spe = o.steps_per_epoch ? o.steps_per_epoch : (largest_slice + o.batch_size - 1) / o.batch_size;
+  const float peak_lr = o.lr * (o.lr_scaling == "linear" ? float(ranks) : 1.0f);
+  const LrSchedule schedule{o.lr, peak_lr, int64_t(o.warmup_epochs * double(spe))};
+  if (rank == 0 && !o.json)
+    out << "pitrain: " << ranks << " rank" << (ranks > 1 ? "s" : "") << " x " << threads << " thread"
+        << (threads > 1 ? "s" : "") << ", " << train.total_rows << " train / " << val.total_rows << " val images, "
+        << class_names.size() << " classes, model " << model.spec() << " (" << model.num_params()
+        << " params), batch " << o.batch_size << " a rank (" << o.batch_size * ranks << " global), " << spe
+        << " steps an epoch" << (ckpt ? ", resumed after epoch " + std::to_string(state.epoch) : "") << "\n"
+        << std::flush;
+
+  std::ofstream csv;
+  if (rank == 0 && !o.log_csv.empty()) {
+    const bool append = ckpt && std::ifstream(o.log_csv).good();
+    csv.open(o.log_csv, append ? std::ios::app : std::ios::trunc);
+    if (!append) csv << "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds\n";
+  }
+
+  model.reserve(o.batch_size);
+  std::vector<float> x(size_t(o.batch_size) * kImagePixels);
+  std::vector<int32_t> y(static_cast<size_t>(o.batch_size));
+  ProgressBar progress(out, rank == 0 && !o.json);
+  TrainResult result;
+  double train_seconds = 0, train_mpi = 0;
+  int64_t steps_run = 0;
+  for (int epoch = int(state.epoch) + 1; epoch <= o.epochs; ++epoch) {
+    const auto order = epoch_order(train.data.size(), spe * o.batch_size, state.seed, rank, epoch);
+    progress.start_epoch(epoch, o.epochs, spe);
+    double sums[3] = {0, 0, 0};  // loss sum, correct, images: this rank's, reduced at the epoch end
+    const double t0 = now(), mpi0 = comm.mpi_seconds();
+    for (int64_t s = 0; s < spe; ++s) {
+      make_batch(train.data, &order[size_t(s * o.batch_size)], o.batch_size, x.data(), y.data());
+      const Context ctx{true, rng_key(state.seed, 0xd2, uint64_t(rank), uint64_t(state.step))};
+      const LossStats st = train_step(model, *opt, comm, x.data(), y.data(), o.batch_size, schedule.at(state.step), ctx);
+      ++state.step;
+      sums[0] += st.loss_sum, sums[1] += double(st.correct), sums[2] += o.batch_size;
+      const double elapsed = now() - t0;
+      progress.update(s + 1, sums[0] / sums[2], sums[1] / sums[2], elapsed, (comm.mpi_seconds() - mpi0) / elapsed);
+    }
+    EpochResult r;
+    r.epoch = epoch;
+    r.seconds = now() - t0;
+    r.mpi_seconds = comm.mpi_seconds() - mpi0;
+    train_seconds += r.seconds, train_mpi += r.mpi_seconds, steps_run += spe;
+    comm.allreduce_sum(sums, 3);
+    r.loss = sums[0] / sums[2];
+    r.accuracy = sums[1] / sums[2];
+    const Evaluation v = evaluate(model, val.data, comm);
+    r.val_loss = v.loss, r.val_accuracy = v.accuracy;
+    progress.end_epoch(r, spe, r.mpi_seconds / r.seconds);
+    result.epochs.push_back(r);
+    state.epoch = epoch;
+    if (rank == 0) {
+      if (csv.is_open())
+        csv << epoch << ',' << r.loss << ',' << r.accuracy << ',' << r.val_loss << ',' << r.val_accuracy << ','
+            << r.seconds << ',' << r.mpi_seconds << std::endl;
+      if (!o.checkpoint.empty() && (epoch % o.checkpoint_every == 0 || epoch == o.epochs))
+        save_checkpoint(o.checkpoint, model, *opt, state, class_names);
+    }
+  }
+  if (rank == 0 && !o.checkpoint.empty() && !o.json)
+    out << "saved " << o.checkpoint << " (epoch " << state.epoch << ", step " << state.step << ")\n";
+  if (rank == 0 && o.json && steps_run > 0)
+    out << json_line(o, comm, model, threads, steps_run, spe, train_seconds, now() - wall0, train_mpi,
+                     result.epochs.back())
+        << "\n";
+  result.params = model.params();
+  return result;
+}
+
+}  // namespace pitrain
