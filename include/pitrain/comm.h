@@ -1,6 +1,8 @@
 // The MPI layer: rank and size, the initial-weights broadcast, the gradient allreduce and the
 // metric reductions. It also times every call, for the "mpi: NN%" share in the progress bar.
 #pragma once
+#include <mpi.h>
+
 #include <cstdint>
 #include <string>
 
@@ -8,20 +10,21 @@ namespace pitrain::dist {
 
 class Comm {
  public:
-  Comm();  // MPI_COMM_WORLD; MPI must be initialised
+  explicit Comm(MPI_Comm comm = MPI_COMM_WORLD);  // MPI must be initialised
   int rank() const { return rank_; }
   int size() const { return size_; }
   void broadcast(float* data, int64_t n, int root = 0);
   void allreduce_mean(float* data, int64_t n);  // in place: the sum over ranks divided by size
   void allreduce_sum(double* data, int64_t n);  // in place
   double max(double value);
-  // True on every rank when `ok` is true on every rank: lets all ranks leave together when one
-  // of them failed during set-up, before any of them waits in a training collective.
-  bool all_ok(bool ok);
+  // The lowest rank whose `ok` is false, or size() when all are fine; the same on every rank.
+  // Lets all ranks leave together when one failed, before any waits in a training collective.
+  int first_failed(bool ok);
   double mpi_seconds() const { return mpi_seconds_; }
   int64_t bytes_sent() const { return bytes_sent_; }  // payload handed to collectives by this rank
 
  private:
+  MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
   double mpi_seconds_ = 0;
   int64_t bytes_sent_ = 0;

@@ -16,8 +16,8 @@ struct UsageError : Error {
   using Error::Error;
 };
 
-// An error that every rank learned of together (see run_together): the ranks that failed carry
-// their message, the others an empty one; all exit without MPI_Abort.
+// An error that every rank learned of together (see run_together): the lowest failed rank
+// carries its message, the others an empty one; all exit without MPI_Abort.
 struct JointError : Error {
   using Error::Error;
 };

@@ -63,7 +63,7 @@ struct Evaluation {
 Evaluation evaluate(Model& model, const Split& local, dist::Comm& comm);
 
 // Runs `step` on every rank; if it threw an Error on any rank, every rank throws JointError
-// (carrying the message on the ranks that failed), so all leave together instead of hanging.
+// (carrying the message on the lowest failed rank), so all leave together instead of hanging.
 void run_together(dist::Comm& comm, const std::function<void()>& step);
 
 // Rank 0's Keras-style progress: a live bar on a terminal, one line an epoch otherwise.

@@ -1,7 +1,5 @@
 #include "pitrain/comm.h"
 
-#include <mpi.h>
-
 #include <climits>
 #include <cstdlib>
 
@@ -16,14 +14,14 @@ void in_chunks(int64_t n, Op op) {
 
 }  // namespace
 
-Comm::Comm() {
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+Comm::Comm(MPI_Comm comm) : comm_(comm) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
 }
 
 void Comm::broadcast(float* data, int64_t n, int root) {
   const double t0 = MPI_Wtime();
-  in_chunks(n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, MPI_COMM_WORLD); });
+  in_chunks(n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, comm_); });
   mpi_seconds_ += MPI_Wtime() - t0;
 }
 
@@ -31,7 +29,7 @@ void Comm::allreduce_mean(float* data, int64_t n) {
   if (size_ == 1) return;
   const double t0 = MPI_Wtime();
   in_chunks(n, [&](int64_t off, int count) {
-    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_FLOAT, MPI_SUM, comm_);
   });
   const float inv = 1.0f / float(size_);
   for (int64_t i = 0; i < n; ++i) data[i] *= inv;
@@ -43,21 +41,21 @@ void Comm::allreduce_sum(double* data, int64_t n) {
   if (size_ == 1) return;
   const double t0 = MPI_Wtime();
   in_chunks(n, [&](int64_t off, int count) {
-    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, comm_);
   });
   mpi_seconds_ += MPI_Wtime() - t0;
   bytes_sent_ += n * int64_t(sizeof(double));
 }
 
 double Comm::max(double value) {
-  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, comm_);
   return value;
 }
 
-bool Comm::all_ok(bool ok) {
-  int v = ok ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return v == 1;
+int Comm::first_failed(bool ok) {
+  int v = ok ? size_ : rank_;
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm_);
+  return v;
 }
 
 int local_ranks() {

@@ -53,7 +53,8 @@ void run_together(dist::Comm& comm, const std::function<void()>& step) {
   } catch (const Error& e) {
     message = e.what();
   }
-  if (!comm.all_ok(message.empty())) throw JointError(message);
+  const int first = comm.first_failed(message.empty());
+  if (first < comm.size()) throw JointError(comm.rank() == first ? message : "");  // one rank speaks
 }
 
 }  // namespace pitrain

@@ -157,13 +157,13 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
     progress.end_epoch(r, spe, r.mpi_seconds / r.seconds);
     result.epochs.push_back(r);
     state.epoch = epoch;
-    if (rank == 0) {
-      if (csv.is_open())
-        csv << epoch << ',' << r.loss << ',' << r.accuracy << ',' << r.val_loss << ',' << r.val_accuracy << ','
-            << r.seconds << ',' << r.mpi_seconds << std::endl;
-      if (!o.checkpoint.empty() && (epoch % o.checkpoint_every == 0 || epoch == o.epochs))
-        save_checkpoint(o.checkpoint, model, *opt, state, class_names);
-    }
+    if (rank == 0 && csv.is_open())
+      csv << epoch << ',' << r.loss << ',' << r.accuracy << ',' << r.val_loss << ',' << r.val_accuracy << ','
+          << r.seconds << ',' << r.mpi_seconds << std::endl;
+    if (!o.checkpoint.empty() && (epoch % o.checkpoint_every == 0 || epoch == o.epochs))
+      run_together(comm, [&] {  // all ranks learn that rank 0's checkpoint is on disk, or why not
+        if (rank == 0) save_checkpoint(o.checkpoint, model, *opt, state, class_names);
+      });
   }
   if (rank == 0 && !o.checkpoint.empty() && !o.json)
     out << "saved " << o.checkpoint << " (epoch " << state.epoch << ", step " << state.step << ")\n";

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ostream>
 
 #include "pitrain/train.h"
@@ -16,12 +18,23 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// Open MPI gives every rank a pseudo-terminal whatever mpirun's own output is, so under mpirun
+// ask where the parent's (mpirun's) stdout goes. Remote ranks never draw a live bar.
+bool stdout_is_terminal() {
+  if (!isatty(STDOUT_FILENO)) return false;
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE")) return true;
+  char target[256] = {};
+  const std::string link = "/proc/" + std::to_string(getppid()) + "/fd/1";
+  if (readlink(link.c_str(), target, sizeof target - 1) < 0) return false;
+  return std::strncmp(target, "/dev/pts/", 9) == 0 || std::strncmp(target, "/dev/tty", 8) == 0;
+}
+
 std::string metrics(double loss, double acc) { return " - loss: " + fmt("%.4f", loss) + " - accuracy: " + fmt("%.4f", acc); }
 
 }  // namespace
 
 ProgressBar::ProgressBar(std::ostream& out, bool enabled)
-    : out_(out), enabled_(enabled), live_(enabled && isatty(STDOUT_FILENO)) {}
+    : out_(out), enabled_(enabled), live_(enabled && stdout_is_terminal()) {}
 
 std::string ProgressBar::bar(int64_t step) const {
   const int width = 30, done = int(width * step / std::max<int64_t>(steps_, 1));

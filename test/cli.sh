@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# End-to-end tests of the pitrain binary under mpirun: prepare -> train -> evaluate -> predict on
+# small IDX files made here, and the one-line errors for bad input. Needs $PITRAIN (meson sets it).
+set -u
+PITRAIN=${PITRAIN:?set PITRAIN to the pitrain binary}
+work=$(mktemp -d /tmp/pitrain-cli-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+failures=0
+mpi() { timeout 120 mpirun -q --oversubscribe --bind-to none "$@" </dev/null; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect_error FRAGMENT COMMAND...: non-zero exit, exactly one "pitrain: error" line holding FRAGMENT.
+expect_error() {
+  local fragment=$1; shift
+  "$@" >"$work/out" 2>"$work/err"
+  local rc=$? lines
+  lines=$(grep -c "pitrain: error" "$work/err")
+  if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$fragment" "$work/err"; then
+    fail "'$*' gave exit $rc and $lines error lines, expected one holding: $fragment"; sed 's/^/  | /' "$work/err"
+  else
+    echo "ok: $(grep "pitrain: error" "$work/err")"
+  fi
+}
+
+# Small IDX files: class c is a bright block at a place of its own, plus noise.
+python3 - "$work" <<'PY'
+import gzip, os, random, struct, sys
+d = sys.argv[1]; random.seed(1)
+def write(name, n):
+    labels = [random.randrange(4) for _ in range(n)]
+    pix = bytearray()
+    for c in labels:
+        img = [random.randrange(60) for _ in range(784)]
+        for y in range(2 + 8 * (c % 3), 9 + 8 * (c % 3)):
+            for x in range(2 + 8 * (c // 3), 9 + 8 * (c // 3)):
+                img[y * 28 + x] = 230
+        pix += bytes(img)
+    with gzip.open(os.path.join(d, name + "-images-idx3-ubyte.gz"), "wb") as f:
+        f.write(struct.pack(">BBBBIII", 0, 0, 8, 3, n, 28, 28) + pix)
+    with open(os.path.join(d, name + "-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">BBBBI", 0, 0, 8, 1, n) + bytes(labels))
+    return pix[:784]
+write("train", 600)
+first = write("t10k", 100)
+with open(os.path.join(d, "first.pgm"), "wb") as f:
+    f.write(b"P5\n# the first test image\n28 28\n255\n" + first)
+PY
+printf 'north\neast\nsouth\nwest\n' >"$work/classes.txt"
+
+mpi -np 2 "$PITRAIN" prepare --idx "$work" --classes "$work/classes.txt" --out "$work/d.h5" >"$work/prep" 2>&1 \
+  && grep -q "wrote $work/d.h5: 700 images in 4 classes" "$work/prep" || { fail "prepare"; cat "$work/prep"; }
+
+mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model "conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)" \
+  --epochs 2 --batch-size 16 --threads 1 --checkpoint "$work/m.h5" --log "$work/log.csv" --json >"$work/train" 2>&1
+tail -n 1 "$work/train" | python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+assert j["ranks"] == 2 and j["batch_per_rank"] == 16 and j["steps"] == 2 * 19, j
+assert j["val_accuracy"] > 0.9 and j["images_per_second"] > 0 and 0 <= j["mpi_share"] <= 1, j
+' || { fail "train --json"; cat "$work/train"; }
+[ "$(wc -l <"$work/log.csv")" -eq 3 ] && head -n 1 "$work/log.csv" | grep -q "^epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds$" \
+  || fail "train --log"
+
+mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 5 --threads 1 >"$work/bar" 2>&1
+grep -qE "^Epoch 1/1  5/5 \[=+\] - [0-9]+s [0-9]+ms/step - loss: .* - val_accuracy: .* - mpi: [0-9]+%$" "$work/bar" \
+  || { fail "progress line"; cat "$work/bar"; }
+
+mpi -np 2 "$PITRAIN" evaluate --model "$work/m.h5" --data "$work/d.h5" >"$work/eval" 2>&1
+grep -q "val split: 100 images" "$work/eval" && grep -q "^north " "$work/eval" && grep -q "confusion matrix" "$work/eval" \
+  || { fail "evaluate"; cat "$work/eval"; }
+
+"$PITRAIN" predict --model "$work/m.h5" "$work/first.pgm" >"$work/pred" 2>&1
+grep -qE "first.pgm  (north|east|south|west) [01]\.[0-9]{3}  [a-z]+ [01]\.[0-9]{3}  [a-z]+ [01]\.[0-9]{3}$" "$work/pred" \
+  || { fail "predict"; cat "$work/pred"; }
+
+"$PITRAIN" summary --model cnn --classes 10 | grep -q "Total params: 34,826" || fail "summary"
+
+echo "bad input:"
+printf 'not hdf5' >"$work/text.h5"
+expect_error "/nonexistent.h5: no such file" mpi -np 2 "$PITRAIN" train --data /nonexistent.h5
+expect_error "not an HDF5 file" mpi -np 2 "$PITRAIN" train --data "$work/text.h5"
+expect_error "--batch-size must be a positive integer" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --batch-size 0
+expect_error "--epochs must be a positive integer" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --epochs -1
+expect_error "--lr must be a positive number" "$PITRAIN" train --data "$work/d.h5" --lr 0
+expect_error "unknown optimizer" "$PITRAIN" train --data "$work/d.h5" --optimizer rmsprop
+expect_error "unknown layer or model 'resnet'" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model resnet
+expect_error "bogus" "$PITRAIN" train --bogus
+expect_error "unknown command 'fit'" "$PITRAIN" fit
+expect_error "cannot write there" "$PITRAIN" train --data "$work/d.h5" --checkpoint /nonexistent/dir/m.h5
+expect_error "not a pitrain checkpoint" "$PITRAIN" evaluate --model "$work/d.h5" --data "$work/d.h5"
+expect_error "no train-images-idx3-ubyte" "$PITRAIN" prepare --idx /nonexistent --out "$work/x.h5"
+expect_error "image is 2x1, expected 28x28" sh -c "printf 'P2 2 1 255 0 0' >'$work/small.pgm'; '$PITRAIN' predict --model '$work/m.h5' '$work/small.pgm'"
+
+echo "cli: $failures failure(s)"
+[ "$failures" -eq 0 ]

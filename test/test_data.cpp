@@ -1,0 +1,233 @@
+// The .npy and IDX readers, prepare's round trip and the rank-slice loader.
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <numeric>
+#include <set>
+
+#include "helpers.h"
+#include "pitrain/dataset.h"
+#include "pitrain/error.h"
+#include "pitrain/h5.h"
+#include "pitrain/prepare.h"
+
+using namespace pitrain;
+using pitrain::test::TempDir;
+
+namespace {
+
+std::vector<uint8_t> pixels(int64_t rows, uint8_t base) {
+  std::vector<uint8_t> p(size_t(rows) * kImagePixels);
+  for (size_t i = 0; i < p.size(); ++i) p[i] = uint8_t(base + i % 7);
+  return p;
+}
+
+const std::string kDict = "{'descr': '|u1', 'fortran_order': False, 'shape': (3, 784), }";
+
+std::vector<uint8_t> idx_bytes(std::vector<uint32_t> dims, const std::vector<uint8_t>& data, uint8_t type = 0x08) {
+  std::vector<uint8_t> b = {0, 0, type, uint8_t(dims.size())};
+  for (auto d : dims)
+    for (int s = 24; s >= 0; s -= 8) b.push_back(uint8_t(d >> s));
+  b.insert(b.end(), data.begin(), data.end());
+  return b;
+}
+
+void write_gzip(const std::string& path, const std::vector<uint8_t>& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, bytes.data(), unsigned(bytes.size()));
+  gzclose(f);
+}
+
+void require_error(const std::function<void()>& f, const std::string& fragment) {
+  try {
+    f();
+    FAIL("expected an error containing: " << fragment);
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find(fragment) != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("npy: versions 1 to 3 and both shapes parse to the same pixels") {
+  const auto data = pixels(3, 10);
+  for (int version : {1, 2, 3}) {
+    auto a = parse_npy_images("x.npy", test::npy_bytes(kDict, data, version));
+    CHECK(a.rows == 3);
+    CHECK(a.pixels == data);
+  }
+  auto b = parse_npy_images("x.npy", test::npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (3, 28, 28), }", data));
+  CHECK(b.pixels == data);
+}
+
+TEST_CASE("npy: malformed files are rejected with the file name and the reason") {
+  const auto data = pixels(3, 0);
+  auto bad = [&](const std::vector<uint8_t>& bytes, const std::string& why) {
+    require_error([&] { parse_npy_images("bad.npy", bytes); }, "bad.npy: ");
+    require_error([&] { parse_npy_images("bad.npy", bytes); }, why);
+  };
+  auto bytes = test::npy_bytes(kDict, data);
+  bytes[1] = 'X';
+  bad(bytes, "bad magic");
+  bad(test::npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 784), }", data), "dtype '<f4'");
+  bad(test::npy_bytes("{'descr': '|u1', 'fortran_order': True, 'shape': (3, 784), }", data), "Fortran order");
+  bad(test::npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (3, 783), }", data), "shape (3, 783)");
+  bad(test::npy_bytes(kDict, std::vector<uint8_t>(data.begin(), data.end() - 5)), "truncated data");
+  auto longer = data;
+  longer.push_back(1);
+  bad(test::npy_bytes(kDict, longer), "beyond the 3 images");
+  bad({0x93, 'N', 'U', 'M', 'P', 'Y', 9, 0, 0, 0}, "unsupported .npy version 9");
+  require_error([] { read_npy_images("/nonexistent/x.npy"); }, "/nonexistent/x.npy: cannot open");
+}
+
+TEST_CASE("idx: gzip and plain files; malformed headers are rejected") {
+  TempDir dir;
+  const auto data = pixels(2, 3);
+  write_gzip(dir / "img.gz", idx_bytes({2, 28, 28}, data));
+  test::write_bytes(dir / "img", idx_bytes({2, 28, 28}, data));
+  for (auto name : {"img.gz", "img"}) {
+    auto a = read_idx_images(dir / name);
+    CHECK(a.rows == 2);
+    CHECK(a.pixels == data);
+  }
+  test::write_bytes(dir / "lab", idx_bytes({3}, {0, 1, 2}));
+  CHECK(read_idx_labels(dir / "lab") == std::vector<uint8_t>{0, 1, 2});
+  test::write_bytes(dir / "short", idx_bytes({2, 28, 28}, std::vector<uint8_t>(data.begin(), data.end() - 1)));
+  require_error([&] { read_idx_images(dir / "short"); }, "(truncated)");
+  test::write_bytes(dir / "float", idx_bytes({3}, std::vector<uint8_t>(12), 0x0D));
+  require_error([&] { read_idx_labels(dir / "float"); }, "expected 0x08");
+  test::write_bytes(dir / "shape", idx_bytes({2, 27, 28}, std::vector<uint8_t>(2 * 27 * 28)));
+  require_error([&] { read_idx_images(dir / "shape"); }, "expected (N,28,28)");
+  test::write_bytes(dir / "junk", {1, 2, 3, 4, 5});
+  require_error([&] { read_idx_images(dir / "junk"); }, "not an IDX file");
+}
+
+TEST_CASE("class lists come from a,b,c or from a file") {
+  TempDir dir;
+  std::ofstream(dir / "list.txt") << "# fruit\napple\n banana \n\ncherry  # red\n";
+  CHECK(parse_class_list(dir / "list.txt") == std::vector<std::string>{"apple", "banana", "cherry"});
+  CHECK(parse_class_list("a,b") == std::vector<std::string>{"a", "b"});
+  CHECK_THROWS_AS(parse_class_list(","), UsageError);
+}
+
+namespace {
+
+// Three classes of distinct images: every image is unique, so rows can be traced through prepare.
+void write_class_files(const TempDir& dir) {
+  for (int c = 0; c < 3; ++c) {
+    const int rows = 20 + 5 * c;
+    std::vector<uint8_t> data(size_t(rows) * kImagePixels, 0);
+    for (int r = 0; r < rows; ++r) data[size_t(r) * kImagePixels] = uint8_t(c), data[size_t(r) * kImagePixels + 1] = uint8_t(r);
+    const std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", 784), }";
+    test::write_bytes(dir / ("c" + std::to_string(c) + ".npy"), test::npy_bytes(dict, data));
+  }
+}
+
+std::multiset<std::pair<int, int>> image_ids(const Split& s) {
+  std::multiset<std::pair<int, int>> ids;
+  for (int64_t i = 0; i < s.size(); ++i) {
+    CHECK(int(s.images[size_t(i) * kImagePixels]) == s.labels[size_t(i)]);  // label travels with its image
+    ids.insert({s.images[size_t(i) * kImagePixels], s.images[size_t(i) * kImagePixels + 1]});
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("prepare: per-class counts, nothing lost or duplicated, same seed same file") {
+  TempDir dir;
+  write_class_files(dir);
+  PrepareOptions o;
+  o.npy_dir = dir.path;
+  o.classes = {"c0", "c1", "c2"};
+  o.max_per_class = 24;  // c0 has 20, c1 25, c2 30: the first 24 of the last two
+  o.seed = 7;
+  o.out = dir / "a.h5";
+  const auto counts = prepare_dataset(o);
+  REQUIRE(counts.size() == 3);
+  CHECK(counts[0].train + counts[0].val == 20);
+  CHECK(counts[1].train + counts[1].val == 24);
+  CHECK(counts[2].train + counts[2].val == 24);
+  auto train = load_rank_slice(o.out, "train", 0, 1), val = load_rank_slice(o.out, "val", 0, 1);
+  CHECK(val.data.size() == 7);  // round(68 * 0.1)
+  CHECK(train.class_names == o.classes);
+  auto ids = image_ids(train.data);
+  for (auto id : image_ids(val.data)) ids.insert(id);
+  std::multiset<std::pair<int, int>> expected;
+  for (int c = 0; c < 3; ++c)
+    for (int r = 0; r < std::min(24, 20 + 5 * c); ++r) expected.insert({c, r});
+  CHECK(ids == expected);
+  o.out = dir / "b.h5";
+  prepare_dataset(o);
+  CHECK(load_rank_slice(dir / "b.h5", "train", 0, 1).data.images == train.data.images);
+  o.seed = 8, o.out = dir / "c.h5";
+  prepare_dataset(o);
+  CHECK(load_rank_slice(dir / "c.h5", "train", 0, 1).data.images != train.data.images);
+  auto f = h5::File::open_read(dir / "a.h5");
+  CHECK(f.attr_string("seed") == "7");
+  CHECK(f.attr_string("source").find("CC BY 4.0") != std::string::npos);
+}
+
+TEST_CASE("prepare: IDX train and test sets become /train and /val") {
+  TempDir dir;
+  test::write_bytes(dir / "train-images-idx3-ubyte", idx_bytes({4, 28, 28}, pixels(4, 0)));
+  test::write_bytes(dir / "train-labels-idx1-ubyte", idx_bytes({4}, {0, 1, 2, 1}));
+  write_gzip(dir / "t10k-images-idx3-ubyte.gz", idx_bytes({2, 28, 28}, pixels(2, 0)));
+  write_gzip(dir / "t10k-labels-idx1-ubyte.gz", idx_bytes({2}, {2, 0}));
+  PrepareOptions o;
+  o.idx_dir = dir.path;
+  o.classes = {"a", "b", "c"};
+  o.out = dir / "d.h5";
+  const auto counts = prepare_dataset(o);
+  CHECK(counts[1].train == 2);
+  CHECK(counts[2].val == 1);
+  o.classes = {"a", "b"};
+  require_error([&] { prepare_dataset(o); }, "label 2 but only 2 class names");
+}
+
+TEST_CASE("slices for P = 1..5 cover every row exactly once, sizes within one") {
+  for (int64_t n : {1, 7, 100, 46750})
+    for (int p = 1; p <= 5; ++p) {
+      int64_t next = 0, smallest = n, largest = 0;
+      for (int r = 0; r < p; ++r) {
+        auto [first, last] = slice_bounds(n, r, p);
+        CHECK(first == next);
+        next = last;
+        smallest = std::min(smallest, last - first), largest = std::max(largest, last - first);
+      }
+      CHECK(next == n);
+      CHECK(largest - smallest <= 1);
+    }
+}
+
+TEST_CASE("load_rank_slice reads exactly its rows and validates the file") {
+  TempDir dir;
+  const auto train = test::synthetic_split(50, 4, 3), val = test::synthetic_split(10, 4, 4);
+  write_dataset(dir / "d.h5", train, val, test::class_names(4), {});
+  for (int p = 1; p <= 5; ++p)
+    for (int r = 0; r < p; ++r) {
+      auto s = load_rank_slice(dir / "d.h5", "train", r, p);
+      auto [first, last] = slice_bounds(50, r, p);
+      CHECK(s.first_row == first);
+      CHECK(s.data.labels == std::vector<int32_t>(train.labels.begin() + first, train.labels.begin() + last));
+      CHECK(s.data.images == std::vector<uint8_t>(train.images.begin() + first * kImagePixels,
+                                                  train.images.begin() + last * kImagePixels));
+    }
+  require_error([&] { load_rank_slice(dir / "d.h5", "val", 0, 11); }, "fewer than the 11 ranks");
+  require_error([&] { load_rank_slice(dir / "missing.h5", "val", 0, 1); }, "missing.h5: no such file");
+  test::write_bytes(dir / "text.h5", {'h', 'i'});
+  require_error([&] { load_rank_slice(dir / "text.h5", "val", 0, 1); }, "not an HDF5 file");
+  write_dataset(dir / "few.h5", train, val, test::class_names(3), {});
+  require_error([&] { load_rank_slice(dir / "few.h5", "train", 0, 1); }, "outside the 3 classes of class_names");
+  {
+    auto f = h5::File::create(dir / "shape.h5");
+    std::vector<uint8_t> img(2 * 27 * 28);
+    std::vector<int32_t> lab(2);
+    f.write<uint8_t>("/train/images", {2, 27, 28}, img.data());
+    f.write<int32_t>("/train/labels", {2}, lab.data());
+    f.set_attr("class_names", std::vector<std::string>{"a", "b"});
+  }
+  require_error([&] { load_rank_slice(dir / "shape.h5", "train", 0, 1); }, "/train/images has shape (2,27,28), expected (N,28,28)");
+  require_error([&] { load_rank_slice(dir / "shape.h5", "val", 0, 1); }, "dataset /val/images is missing");
+}

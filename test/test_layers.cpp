@@ -1,0 +1,199 @@
+// Every layer: forward values on hand-computed cases and a finite-difference gradient check.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "pitrain/layers.h"
+#include "pitrain/model.h"
+#include "pitrain/rng.h"
+
+using namespace pitrain;
+
+namespace {
+
+std::vector<float> random_values(size_t n, uint64_t key, float lo = -1, float hi = 1) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = lo + (hi - lo) * uniform01(key, i);
+  return v;
+}
+
+// Central difference of f at v[i], or nothing when the step crosses a kink (a ReLU at zero, a
+// max-pool tie): there the two one-sided differences disagree and neither is the derivative.
+std::optional<double> central_difference(const std::function<double()>& f, float& v, float h) {
+  const float keep = v;
+  const double mid = f();
+  v = keep + h;
+  const double up = f();
+  v = keep - h;
+  const double down = f();
+  v = keep;
+  if (std::abs((up - mid) - (mid - down)) / h > 1e-3 * std::max(1.0, std::abs(up - down) / (2 * h))) return {};
+  return (up - down) / (2 * h);
+}
+
+// Compares analytic gradients with central differences (h = 1e-2 by default, loss summed in double). The
+// float rounding of the outputs (~1e-7 relative) adds under 1e-4 to a difference, so 2e-3
+// absolute / relative is ample while an indexing or transposition bug is off by O(1). Kinks are
+// skipped, and must be rare.
+void compare(const std::function<double()>& loss, std::vector<float>& v, const std::vector<float>& analytic,
+             const std::string& what, size_t samples = SIZE_MAX, float h = 1e-2f) {
+  size_t kinks = 0, checked = 0;
+  for (size_t k = 0; k < std::min(samples, v.size()); ++k, ++checked) {
+    const size_t i = samples == SIZE_MAX ? k : size_t(splitmix64(k) % v.size());
+    const auto numeric = central_difference(loss, v[i], h);
+    if (!numeric) {
+      ++kinks;
+      continue;
+    }
+    INFO(what << "[" << i << "]");
+    REQUIRE(std::abs(*numeric - analytic[i]) <= 2e-3 * std::max(1.0, std::abs(*numeric)));
+  }
+  CHECK(kinks * 10 <= checked);
+}
+
+// L = sum(y * r) for a fixed random r, so dL/dy = r.
+void check_gradients(Layer& layer, int n, const Context& ctx = {}) {
+  const int64_t in = n * layer.input_shape().size(), out = n * layer.output_shape().size();
+  std::vector<float> w = random_values(size_t(layer.num_params()), 11), dw(w.size());
+  layer.bind(w.data(), dw.data());
+  layer.reserve(n);
+  std::vector<float> x = random_values(size_t(in), 12), y(static_cast<size_t>(out)), dx(static_cast<size_t>(in));
+  const std::vector<float> r = random_values(size_t(out), 13);
+  auto loss = [&] {
+    layer.forward(x.data(), y.data(), n, ctx);
+    double l = 0;
+    for (int64_t i = 0; i < out; ++i) l += double(y[size_t(i)]) * r[size_t(i)];
+    return l;
+  };
+  loss();
+  std::vector<float> dy = r;
+  layer.backward(x.data(), y.data(), dy.data(), dx.data(), n);
+  compare(loss, x, dx, layer.describe() + " dx");
+  compare(loss, w, dw, layer.describe() + " dw");
+}
+
+}  // namespace
+
+TEST_CASE("conv2d gradients, valid and same padding, several channels") {
+  Conv2D valid({7, 6, 2}, 3, 3, false, Activation::none);
+  check_gradients(valid, 2);
+  Conv2D same({5, 7, 3}, 2, 3, true, Activation::none);
+  check_gradients(same, 2);
+  Conv2D same_even({6, 5, 1}, 2, 4, true, Activation::relu);  // asymmetric padding, as Keras pads
+  check_gradients(same_even, 1);
+}
+
+TEST_CASE("conv2d forward against a hand-computed case") {
+  // 3x3 single-channel image, 2x2 kernel, 'valid': out = sum of the window weighted by the kernel.
+  Conv2D conv({3, 3, 1}, 1, 2, false, Activation::none);
+  std::vector<float> w = {1, 2, 3, 4, 0.5f}, dw(5);  // kernel (2,2,1,1) row-major, then bias
+  conv.bind(w.data(), dw.data());
+  conv.reserve(1);
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9}, y(4);
+  conv.forward(x.data(), y.data(), 1, {});
+  CHECK(y == std::vector<float>{1 + 4 + 12 + 20 + 0.5f, 2 + 6 + 15 + 24 + 0.5f, 4 + 10 + 21 + 32 + 0.5f,
+                                5 + 12 + 24 + 36 + 0.5f});
+  Conv2D same({3, 3, 1}, 1, 3, true, Activation::none);
+  std::vector<float> ones(10, 1.0f), d(10);
+  ones[9] = 0;
+  same.bind(ones.data(), d.data());
+  same.reserve(1);
+  std::vector<float> ys(9);
+  same.forward(x.data(), ys.data(), 1, {});
+  CHECK(ys[0] == 1 + 2 + 4 + 5);  // the corner sees a 2x2 window inside the zero padding
+  CHECK(ys[4] == 45);
+}
+
+TEST_CASE("maxpool2d: floor on odd sizes, gradient to the maximum only") {
+  MaxPool2D pool({5, 3, 2});
+  CHECK(pool.output_shape() == Shape{2, 1, 2});
+  check_gradients(pool, 2);
+  MaxPool2D small({2, 2, 1});
+  small.reserve(1);
+  std::vector<float> x = {1, 7, 3, 2}, y(1), dy = {5}, dx(4);
+  small.forward(x.data(), y.data(), 1, {});
+  CHECK(y[0] == 7);
+  small.backward(x.data(), y.data(), dy.data(), dx.data(), 1);
+  CHECK(dx == std::vector<float>{0, 5, 0, 0});
+}
+
+TEST_CASE("dense gradients and forward") {
+  Dense dense({1, 1, 5}, 4, Activation::relu);
+  check_gradients(dense, 3);
+  Dense d2({1, 1, 2}, 2, Activation::none);
+  std::vector<float> w = {1, 2, 3, 4, 10, 20}, dw(6);  // kernel (in=2, out=2), bias
+  d2.bind(w.data(), dw.data());
+  std::vector<float> x = {1, 1}, y(2);
+  d2.forward(x.data(), y.data(), 1, {});
+  CHECK(y == std::vector<float>{1 + 3 + 10, 2 + 4 + 20});
+}
+
+TEST_CASE("relu, flatten and dropout gradients") {
+  ReLU relu({3, 3, 2});
+  check_gradients(relu, 2);
+  Flatten flat({3, 2, 2});
+  check_gradients(flat, 2);
+  Dropout drop({1, 1, 50}, 0.3f, 1);
+  check_gradients(drop, 2, Context{true, 99});
+}
+
+TEST_CASE("flatten keeps Keras' channels-last order") {
+  Flatten flat({2, 2, 3});
+  std::vector<float> x(12), y(12);
+  for (int i = 0; i < 12; ++i) x[size_t(i)] = float(i);  // x[h][w][c] = (h*2 + w)*3 + c
+  flat.forward(x.data(), y.data(), 1, {});
+  CHECK(y[1] == 1);  // (h=0, w=0, c=1): channels vary fastest, as in Keras' Flatten on NHWC
+  CHECK(y[3] == 3);  // (h=0, w=1, c=0)
+}
+
+TEST_CASE("dropout: inverted scaling in training, identity in inference, mask per key") {
+  Dropout drop({1, 1, 10000}, 0.5f, 0);
+  drop.reserve(1);
+  std::vector<float> x(10000, 1.0f), y(10000), y2(10000);
+  drop.forward(x.data(), y.data(), 1, Context{true, 1});
+  int zeros = 0;
+  for (float v : y) {
+    CHECK((v == 0.0f || v == 2.0f));
+    zeros += v == 0.0f;
+  }
+  CHECK(zeros > 4700);
+  CHECK(zeros < 5300);
+  drop.forward(x.data(), y2.data(), 1, Context{true, 2});
+  CHECK(y2 != y);
+  drop.forward(x.data(), y2.data(), 1, Context{false, 1});
+  CHECK(y2 == x);
+}
+
+TEST_CASE("softmax cross-entropy: values, stability and gradient") {
+  std::vector<float> logits = {1000, 0, -1000, 0, 0, 0};  // huge logits must not overflow
+  std::vector<int32_t> labels = {0, 2};
+  std::vector<float> d(6);
+  const LossStats st = softmax_cross_entropy(logits.data(), labels.data(), 2, 3, d.data(), 0.5f);
+  CHECK(st.loss_sum == Approx(std::log(3.0)).epsilon(1e-6));
+  CHECK(st.correct == 1);  // argmax of a tie is the first class, not label 2
+  CHECK(d[0] == Approx(0.0f).margin(1e-6));
+  CHECK(d[5] == Approx((1.0f / 3 - 1) * 0.5f));
+  std::vector<float> p = {1, 2, 3};
+  softmax_rows(p.data(), 1, 3);
+  CHECK(p[0] + p[1] + p[2] == Approx(1.0f));
+}
+
+TEST_CASE("whole model: gradient of the mean loss matches finite differences") {
+  Model model("conv2d(4,3,same,relu) maxpool2d conv2d(5,3,relu) maxpool2d flatten dropout(0.3) dense(8,relu) relu dense(classes)", 3);
+  model.init_params(5);
+  const int n = 2;
+  model.reserve(n);
+  std::vector<float> x = random_values(size_t(n) * 784, 21, 0, 1);
+  std::vector<int32_t> y = {0, 2};
+  const Context ctx{true, 77};
+  model.forward_backward(x.data(), y.data(), n, ctx);
+  const std::vector<float> analytic = model.grads();
+  auto loss = [&] {
+    const float* logits = model.forward(x.data(), n, ctx);
+    return softmax_cross_entropy(logits, y.data(), n, 3, nullptr, 0).loss_sum / n;
+  };
+  // A bias feeds hundreds of ReLUs and pool windows here, so a smaller step keeps kinks rare.
+  compare(loss, model.params(), analytic, "parameter", 200, 1e-3f);
+}

@@ -1,0 +1,112 @@
+// Model specs and parameter counts, optimizers, a small training run, checkpoints.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "helpers.h"
+#include "pitrain/checkpoint.h"
+#include "pitrain/error.h"
+#include "pitrain/h5.h"
+#include "pitrain/model.h"
+#include "pitrain/optimizer.h"
+#include "pitrain/train.h"
+
+using namespace pitrain;
+
+TEST_CASE("built-in models have Keras' parameter counts") {
+  CHECK(Model("cnn", 10).num_params() == 34826);
+  CHECK(Model("mlp", 10).num_params() == 203530);
+  CHECK(Model("cnn", 15).num_params() == 42831);
+  const auto names = Model("cnn", 10).layer_names();
+  CHECK(names == std::vector<std::string>{"conv2d", "max_pooling2d", "conv2d_1", "max_pooling2d_1", "flatten", "dropout", "dense"});
+}
+
+TEST_CASE("model specs: round trip through the canonical text, clear errors") {
+  Model m("conv2d(8,5,same) relu maxpool2d flatten dense(classes,softmax)", 4);
+  CHECK(Model(m.spec(), 4).spec() == m.spec());
+  CHECK(m.layers()[0]->output_shape() == Shape{28, 28, 8});
+  auto error_of = [](const std::string& spec) {
+    try {
+      Model(spec, 10);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error_of("resnet").find("unknown layer or model 'resnet'") != std::string::npos);
+  CHECK(error_of("flatten dense(0)").find("'0' is not a positive integer") != std::string::npos);
+  CHECK(error_of("flatten dense(12)").find("expected 10") != std::string::npos);
+  CHECK(error_of("dense(10)").find("put flatten before it") != std::string::npos);
+  CHECK(error_of("flatten dropout(1.5) dense(10)").find("must be in [0, 1)") != std::string::npos);
+  CHECK(error_of("conv2d(4,3 flatten").find("missing ')'") != std::string::npos);
+}
+
+TEST_CASE("adam follows Keras' update") {
+  std::vector<float> p = {1.0f}, g = {0.5f};
+  Adam adam(1);
+  adam.step(p.data(), g.data(), 1, 0.1f);
+  // t=1: m = 0.05, v = 0.00025, lr_t = 0.1*sqrt(0.001)/0.1; p -= lr_t*m/(sqrt(v)+1e-7) = 0.1 (almost)
+  CHECK(p[0] == Approx(1.0f - 0.1f).epsilon(1e-5));
+  Sgd sgd(1, 0.9f);
+  p = {1.0f};
+  sgd.step(p.data(), g.data(), 1, 0.1f);
+  sgd.step(p.data(), g.data(), 1, 0.1f);
+  CHECK(p[0] == Approx(1.0f - 0.05f - (0.045f + 0.05f)));
+  LrSchedule warm{0.1f, 0.4f, 3};
+  CHECK(warm.at(0) == Approx(0.1f));
+  CHECK(warm.at(2) == Approx(0.3f));
+  CHECK(warm.at(10) == Approx(0.4f));
+}
+
+TEST_CASE("a small training run lowers the loss and is deterministic for a seed") {
+  test::TempDir dir;
+  test::write_synthetic_dataset(dir / "d.h5", 400, 100, 5);
+  TrainOptions o;
+  o.data = dir / "d.h5";
+  o.model = "conv2d(8,3,relu) maxpool2d flatten dropout(0.2) dense(classes,softmax)";
+  o.epochs = 3;
+  o.batch_size = 16;
+  o.threads = 1;
+  std::ostringstream out;
+  dist::Comm comm;
+  const auto a = fit(o, comm, out);
+  CHECK(a.epochs.back().loss < 0.5 * a.epochs.front().loss);
+  CHECK(a.epochs.back().val_accuracy > 0.9);
+  CHECK(out.str().find("Epoch 3/3") != std::string::npos);
+  const auto b = fit(o, comm, out);
+  CHECK(a.params == b.params);
+  o.seed = 1;
+  CHECK(fit(o, comm, out).params != a.params);
+}
+
+TEST_CASE("checkpoints: Keras names and shapes, exact round trip, resume equals uninterrupted") {
+  test::TempDir dir;
+  test::write_synthetic_dataset(dir / "d.h5", 200, 50, 4);
+  TrainOptions o;
+  o.data = dir / "d.h5";
+  o.epochs = 3;
+  o.batch_size = 8;
+  o.steps_per_epoch = 5;
+  o.threads = 1;
+  o.checkpoint = dir / "full.h5";
+  std::ostringstream out;
+  dist::Comm comm;
+  const auto full = fit(o, comm, out);
+  {
+    auto f = h5::File::open_read(dir / "full.h5");
+    CHECK(f.shape("/model_weights/conv2d_1/kernel") == std::vector<hsize_t>{3, 3, 32, 64});
+    CHECK(f.shape("/model_weights/dense/kernel") == std::vector<hsize_t>{1600, 4});
+    CHECK(f.attr_double("epoch") == 3);
+  }
+  const Checkpoint c = load_checkpoint(dir / "full.h5");
+  CHECK(c.model.params() == full.params);
+  CHECK(c.state.step == 15);
+  o.epochs = 1;
+  o.checkpoint = dir / "part.h5";
+  fit(o, comm, out);
+  o.epochs = 3;
+  o.resume = dir / "part.h5";
+  CHECK(fit(o, comm, out).params == full.params);  // bitwise
+  CHECK(!std::ifstream(dir / "part.h5.tmp"));
+  o.optimizer = "sgd";
+  CHECK_THROWS_AS(fit(o, comm, out), UsageError);
+}

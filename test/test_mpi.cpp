@@ -1,0 +1,118 @@
+// Multi-rank tests, run under mpirun -np 2 and -np 4 (also correct, if trivial, on one rank).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <sstream>
+
+#include "helpers.h"
+#include "pitrain/checkpoint.h"
+#include "pitrain/train.h"
+
+using namespace pitrain;
+
+namespace {
+
+// Every rank's copy of v equals rank 0's, bit for bit.
+bool same_on_every_rank(const std::vector<float>& v) {
+  std::vector<float> root = v;
+  MPI_Bcast(root.data(), int(root.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  int same = root == v;
+  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return same == 1;
+}
+
+}  // namespace
+
+TEST_CASE("the ranks' slices cover every row once") {
+  test::TempDir dir;
+  test::write_synthetic_dataset(dir / "d.h5", 103, 17, 3);
+  dist::Comm comm;
+  auto s = load_rank_slice(dir / "d.h5", "train", comm.rank(), comm.size());
+  double rows[2] = {double(s.data.size()), double(s.first_row * s.first_row)};
+  comm.allreduce_sum(rows, 2);
+  CHECK(rows[0] == 103);
+  const auto full = test::synthetic_split(103, 3, 1);
+  CHECK(std::equal(s.data.labels.begin(), s.data.labels.end(), full.labels.begin() + s.first_row));
+}
+
+TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") {
+  dist::Comm comm;
+  const int b = 4, P = comm.size(), classes = 3;
+  const std::string spec = "conv2d(4,3,relu) maxpool2d flatten dense(6,relu) dense(classes)";
+  Model distributed(spec, classes), reference(spec, classes);
+  distributed.init_params(3), reference.init_params(3);
+  Adam opt_d(distributed.num_params()), opt_r(reference.num_params());
+  std::vector<float> x(size_t(P * b) * kImagePixels);
+  std::vector<int64_t> idx(size_t(P * b));
+  std::vector<int32_t> y(size_t(P * b));
+  for (int step = 0; step < 3; ++step) {
+    const Split global = test::synthetic_split(P * b, classes, uint64_t(10 + step));
+    for (int i = 0; i < P * b; ++i) idx[size_t(i)] = i;
+    make_batch(global, idx.data(), P * b, x.data(), y.data());
+    train_step(distributed, opt_d, comm, x.data() + comm.rank() * b * kImagePixels, y.data() + comm.rank() * b, b,
+               1e-2f, {});
+    reference.forward_backward(x.data(), y.data(), P * b, {});
+    opt_r.step(reference.params().data(), reference.grads().data(), reference.num_params(), 1e-2f);
+  }
+  double worst = 0;
+  for (size_t i = 0; i < reference.params().size(); ++i)
+    worst = std::max(worst, double(std::abs(distributed.params()[i] - reference.params()[i])));
+  CHECK(worst < 2e-5);  // summation order differs; a wrong average or a missing rank is off by ~1e-2
+  CHECK(same_on_every_rank(distributed.params()));
+}
+
+TEST_CASE("after training the weights are identical on every rank; same seed, same weights") {
+  test::TempDir dir;
+  test::write_synthetic_dataset(dir / "d.h5", 320, 80, 4);
+  dist::Comm comm;
+  TrainOptions o;
+  o.data = dir / "d.h5";
+  o.epochs = 2;
+  o.batch_size = 8;
+  o.threads = 1;
+  std::ostringstream out;
+  const auto a = fit(o, comm, out);
+  CHECK(same_on_every_rank(a.params));
+  CHECK(a.epochs.back().val_accuracy > 0.9);
+  CHECK(fit(o, comm, out).params == a.params);
+}
+
+TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto another count") {
+  test::TempDir dir;
+  test::write_synthetic_dataset(dir / "d.h5", 240, 60, 4);
+  dist::Comm comm;
+  TrainOptions o;
+  o.data = dir / "d.h5";
+  o.model = "mlp";
+  o.batch_size = 8;
+  o.steps_per_epoch = 6;
+  o.threads = 1;
+  o.epochs = 3;
+  std::ostringstream out;
+  const auto full = fit(o, comm, out);
+  o.epochs = 1;
+  o.checkpoint = dir / "one.h5";
+  fit(o, comm, out);
+  o.epochs = 3;
+  o.resume = dir / "one.h5";
+  o.checkpoint.clear();
+  CHECK(fit(o, comm, out).params == full.params);
+
+  // Rank 0 alone trains an epoch, then all ranks continue from its checkpoint.
+  MPI_Comm solo;
+  MPI_Comm_split(MPI_COMM_WORLD, comm.rank() == 0 ? 0 : MPI_UNDEFINED, 0, &solo);
+  if (comm.rank() == 0) {
+    dist::Comm one(solo);
+    TrainOptions s = o;
+    s.resume.clear();
+    s.epochs = 1;
+    s.checkpoint = dir / "solo.h5";
+    fit(s, one, out);
+    MPI_Comm_free(&solo);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  o.resume = dir / "solo.h5";
+  const auto resharded = fit(o, comm, out);
+  CHECK(resharded.epochs.size() == 2);
+  CHECK(resharded.epochs.front().epoch == 2);
+  CHECK(same_on_every_rank(resharded.params));
+}
