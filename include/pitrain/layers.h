@@ -88,7 +88,7 @@ class MaxPool2D : public Layer {
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
 
  private:
-  std::vector<int32_t> argmax_;  // (n, out): index into the sample's input of each maximum
+  std::vector<uint8_t> argmax_;  // (n, out): which of the window's 4 taps held the maximum
 };
 
 class Dense : public Layer {
@@ -148,6 +148,9 @@ class Dropout : public Layer {
 // y = max(0, y) in place; dy *= (y > 0) in place. Shared by ReLU and the fused activations.
 void relu_forward(float* y, int64_t count);
 void relu_backward(const float* y, float* dy, int64_t count);
+// y (rows, cols) += bias, then the activation, in one pass; sums (cols) = column sums of dy.
+void add_bias(float* y, int rows, int cols, const float* bias, Activation act);
+void column_sums(const float* dy, int rows, int cols, float* sums);
 
 // Keras' glorot_uniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)).
 void glorot_uniform(float* w, int64_t count, int64_t fan_in, int64_t fan_out, uint64_t key);

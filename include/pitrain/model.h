@@ -61,10 +61,6 @@ class Model {
   std::vector<float> dlogits_;            // (batch, classes)
 };
 
-// Threads of one process for the GEMMs (Eigen's OpenMP, or OpenBLAS'); and which GEMM that is.
-void set_compute_threads(int threads);
-std::string gemm_backend();
-
 // Softmax cross-entropy with integer labels, numerically stable (max subtracted).
 // dlogits (optional) = (softmax - onehot) * grad_scale; use 1/n for the mean loss.
 LossStats softmax_cross_entropy(const float* logits, const int32_t* labels, int n, int classes, float* dlogits,

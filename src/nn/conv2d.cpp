@@ -39,62 +39,56 @@ int64_t Conv2D::forward_flops() const {
 
 namespace {
 
-// Walks every (output pixel, kernel tap) pair: visit(patch, image) for taps inside the image,
-// pad(patch) for taps in the zero padding. Patch and image point at Cin contiguous floats.
+// Walks every (output pixel, kernel row) pair of the im2col matrix. A kernel row spans k taps
+// that are contiguous in NHWC memory (k*Cin floats), so the part inside the image is one run:
+// visit(patch, image, count) for it, pad(patch, count) for the parts in the zero padding.
 template <class Image, class Visit, class Pad>
-void for_each_tap(Shape in, Shape out, int k, int pad_top, int pad_left, int n, float* col, Image* image,
-                  Visit visit, Pad pad) {
-  const int cin = in.c;
+void for_each_patch_row(Shape in, Shape out, int k, int pad_top, int pad_left, int n, float* col, Image* image,
+                        Visit visit, Pad pad) {
+  const int cin = in.c, row = k * cin;
+  float* patch = col;
   for (int s = 0; s < n; ++s)
     for (int oh = 0; oh < out.h; ++oh)
-      for (int ow = 0; ow < out.w; ++ow) {
-        float* patch = col + ((int64_t(s) * out.h + oh) * out.w + ow) * k * k * cin;
-        for (int i = 0; i < k; ++i) {
-          const int ih = oh + i - pad_top;
-          for (int j = 0; j < k; ++j, patch += cin) {
-            const int iw = ow + j - pad_left;
-            if (ih < 0 || ih >= in.h || iw < 0 || iw >= in.w)
-              pad(patch);
-            else
-              visit(patch, image + ((int64_t(s) * in.h + ih) * in.w + iw) * cin);
+      for (int ow = 0; ow < out.w; ++ow)
+        for (int i = 0; i < k; ++i, patch += row) {
+          const int ih = oh + i - pad_top, iw = ow - pad_left;
+          if (ih < 0 || ih >= in.h) {
+            pad(patch, row);
+            continue;
           }
+          const int first = std::max(0, -iw), last = std::min(k, in.w - iw);  // taps inside the image
+          if (first > 0) pad(patch, first * cin);
+          visit(patch + first * cin, image + ((int64_t(s) * in.h + ih) * in.w + iw + first) * cin, (last - first) * cin);
+          if (last < k) pad(patch + last * cin, (k - last) * cin);
         }
-      }
 }
 
 }  // namespace
 
 void Conv2D::forward(const float* x, float* y, int n, const Context&) {
   const Shape o = output_shape();
-  const int cin = in_.c;
-  for_each_tap(in_, o, k_, pad_top_, pad_left_, n, col_.data(), x,
-               [cin](float* patch, const float* img) { std::copy_n(img, cin, patch); },
-               [cin](float* patch) { std::fill_n(patch, cin, 0.0f); });
-  const int64_t rows = int64_t(n) * o.h * o.w, depth = int64_t(k_) * k_ * cin;
-  ConstMatrixView col(col_.data(), rows, depth), kernel(w_, depth, filters_);
-  MatrixView out(y, rows, filters_);
-  out.noalias() = col * kernel;
-  out.rowwise() += ConstVectorView(w_ + depth * filters_, filters_);
-  if (act_ == Activation::relu) relu_forward(y, rows * filters_);
+  for_each_patch_row(in_, o, k_, pad_top_, pad_left_, n, col_.data(), x,
+                     [](float* patch, const float* img, int count) { std::copy_n(img, count, patch); },
+                     [](float* patch, int count) { std::fill_n(patch, count, 0.0f); });
+  const int rows = n * o.h * o.w, depth = k_ * k_ * in_.c;
+  gemm(false, false, rows, filters_, depth, col_.data(), w_, y);
+  add_bias(y, rows, filters_, w_ + depth * filters_, act_);
 }
 
 void Conv2D::backward(const float*, const float* y, float* dy, float* dx, int n) {
   const Shape o = output_shape();
-  const int64_t rows = int64_t(n) * o.h * o.w, depth = int64_t(k_) * k_ * in_.c;
-  if (act_ == Activation::relu) relu_backward(y, dy, rows * filters_);
-  ConstMatrixView grad_out(dy, rows, filters_), kernel(w_, depth, filters_);
-  MatrixView col(col_.data(), rows, depth);
-  MatrixView(dw_, depth, filters_).noalias() = col.transpose() * grad_out;
-  VectorView(dw_ + depth * filters_, filters_) = grad_out.colwise().sum();
+  const int rows = n * o.h * o.w, depth = k_ * k_ * in_.c;
+  if (act_ == Activation::relu) relu_backward(y, dy, int64_t(rows) * filters_);
+  gemm(true, false, depth, filters_, rows, col_.data(), dy, dw_);  // dW = col^T dY
+  column_sums(dy, rows, filters_, dw_ + depth * filters_);
   if (!dx) return;
-  col.noalias() = grad_out * kernel.transpose();  // the patches are spent: reuse them for d(col)
-  const int cin = in_.c;
+  gemm(false, true, rows, depth, filters_, dy, w_, col_.data());  // the patches are spent: d(col) = dY W^T
   std::fill_n(dx, int64_t(n) * in_.size(), 0.0f);
-  for_each_tap(in_, o, k_, pad_top_, pad_left_, n, col_.data(), dx,
-               [cin](float* patch, float* img) {
-                 for (int c = 0; c < cin; ++c) img[c] += patch[c];
-               },
-               [](float*) {});
+  for_each_patch_row(in_, o, k_, pad_top_, pad_left_, n, col_.data(), dx,
+                     [](const float* patch, float* img, int count) {
+                       for (int c = 0; c < count; ++c) img[c] += patch[c];
+                     },
+                     [](float*, int) {});
 }
 
 }  // namespace pitrain

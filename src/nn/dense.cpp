@@ -23,20 +23,17 @@ void Dense::init_params(uint64_t key) {
 }
 
 void Dense::forward(const float* x, float* y, int n, const Context&) {
-  const int64_t d = in_.size();
-  MatrixView out(y, n, units_);
-  out.noalias() = ConstMatrixView(x, n, d) * ConstMatrixView(w_, d, units_);
-  out.rowwise() += ConstVectorView(w_ + d * units_, units_);
-  if (act_ == Activation::relu) relu_forward(y, int64_t(n) * units_);
+  const int d = int(in_.size());
+  gemm(false, false, n, units_, d, x, w_, y);
+  add_bias(y, n, units_, w_ + int64_t(d) * units_, act_);
 }
 
 void Dense::backward(const float* x, const float* y, float* dy, float* dx, int n) {
-  const int64_t d = in_.size();
+  const int d = int(in_.size());
   if (act_ == Activation::relu) relu_backward(y, dy, int64_t(n) * units_);
-  ConstMatrixView grad_out(dy, n, units_), kernel(w_, d, units_);
-  MatrixView(dw_, d, units_).noalias() = ConstMatrixView(x, n, d).transpose() * grad_out;
-  VectorView(dw_ + d * units_, units_) = grad_out.colwise().sum();
-  if (dx) MatrixView(dx, n, d).noalias() = grad_out * kernel.transpose();
+  gemm(true, false, d, units_, n, x, dy, dw_);  // dW = x^T dY
+  column_sums(dy, n, units_, dw_ + int64_t(d) * units_);
+  if (dx) gemm(false, true, n, d, units_, dy, w_, dx);  // dx = dY W^T
 }
 
 }  // namespace pitrain

@@ -32,6 +32,20 @@ void relu_backward(const float* y, float* dy, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+void add_bias(float* y, int rows, int cols, const float* bias, Activation act) {
+  for (int r = 0; r < rows; ++r, y += cols)
+    if (act == Activation::relu)
+      for (int c = 0; c < cols; ++c) y[c] = std::max(y[c] + bias[c], 0.0f);
+    else
+      for (int c = 0; c < cols; ++c) y[c] += bias[c];
+}
+
+void column_sums(const float* dy, int rows, int cols, float* sums) {
+  std::fill_n(sums, cols, 0.0f);
+  for (int r = 0; r < rows; ++r, dy += cols)
+    for (int c = 0; c < cols; ++c) sums[c] += dy[c];
+}
+
 void ReLU::forward(const float* x, float* y, int n, const Context&) {
   std::copy_n(x, n * in_.size(), y);
   relu_forward(y, n * in_.size());
@@ -62,6 +76,7 @@ std::string Dropout::describe() const {
 void Dropout::reserve(int batch) { scale_.resize(size_t(batch) * in_.size()); }
 
 // Inverted dropout: kept units are scaled by 1/(1-rate) in training, so inference is identity.
+// Each 64-bit draw decides four units, 16 bits each (the rate is kept to 1/65536).
 void Dropout::forward(const float* x, float* y, int n, const Context& ctx) {
   const int64_t count = n * in_.size();
   last_training_ = ctx.training && rate_ > 0.0f;
@@ -70,10 +85,15 @@ void Dropout::forward(const float* x, float* y, int n, const Context& ctx) {
     return;
   }
   const uint64_t key = rng_key(ctx.dropout_key, uint64_t(index_));
+  const uint64_t threshold = uint64_t(rate_ * 65536.0f);
   const float keep_scale = 1.0f / (1.0f - rate_);
-  for (int64_t i = 0; i < count; ++i) {
-    scale_[size_t(i)] = uniform01(key, uint64_t(i)) < rate_ ? 0.0f : keep_scale;
-    y[i] = x[i] * scale_[size_t(i)];
+  float* scale = scale_.data();
+  for (int64_t i = 0; i < count; i += 4) {
+    const uint64_t bits = splitmix64(key + uint64_t(i / 4));
+    for (int64_t j = i; j < std::min(count, i + 4); ++j) {
+      scale[j] = ((bits >> (16 * (j - i))) & 0xffff) < threshold ? 0.0f : keep_scale;
+      y[j] = x[j] * scale[j];
+    }
   }
 }
 

@@ -9,34 +9,60 @@ MaxPool2D::MaxPool2D(Shape in) : Layer(in) {}
 
 void MaxPool2D::reserve(int batch) { argmax_.resize(size_t(batch) * output_shape().size()); }
 
+// Each output pixel looks at the (2x2) window's four taps; channels are contiguous, so the
+// inner loops run over C floats of four input pixels at once.
 void MaxPool2D::forward(const float* x, float* y, int n, const Context&) {
   const Shape o = output_shape();
   const int c = in_.c;
-  int32_t* arg = argmax_.data();
-  for (int s = 0; s < n; ++s) {
-    const float* img = x + int64_t(s) * in_.size();
+  const int64_t row = int64_t(in_.w) * c;
+  uint8_t* arg = argmax_.data();
+  for (int s = 0; s < n; ++s)
     for (int oh = 0; oh < o.h; ++oh)
-      for (int ow = 0; ow < o.w; ++ow)
-        for (int ch = 0; ch < c; ++ch, ++y, ++arg) {
-          const int32_t taps[4] = {((2 * oh) * in_.w + 2 * ow) * c + ch, ((2 * oh) * in_.w + 2 * ow + 1) * c + ch,
-                                   ((2 * oh + 1) * in_.w + 2 * ow) * c + ch,
-                                   ((2 * oh + 1) * in_.w + 2 * ow + 1) * c + ch};
-          int32_t best = taps[0];
-          for (int t = 1; t < 4; ++t)
-            if (img[taps[t]] > img[best]) best = taps[t];
-          *y = img[best];
-          *arg = best;
+      for (int ow = 0; ow < o.w; ++ow, y += c, arg += c) {
+        const float* __restrict t0 = x + (int64_t(s) * in_.h + 2 * oh) * row + int64_t(2 * ow) * c;
+        const float* __restrict t1 = t0 + c;
+        const float* __restrict t2 = t0 + row;
+        const float* __restrict t3 = t2 + c;
+        float* __restrict out = y;
+        uint8_t* __restrict which = arg;
+        for (int ch = 0; ch < c; ++ch) {
+          float best = t0[ch];
+          uint8_t w = 0;
+          if (t1[ch] > best) best = t1[ch], w = 1;
+          if (t2[ch] > best) best = t2[ch], w = 2;
+          if (t3[ch] > best) best = t3[ch], w = 3;
+          out[ch] = best;
+          which[ch] = w;
         }
-  }
+      }
 }
 
+// A float's bits, allowed to alias floats (GCC and Clang's may_alias).
+typedef uint32_t __attribute__((may_alias)) FloatBits;
+
+// Writes every input gradient once, in memory order: dy at each window's maximum, 0 elsewhere
+// and on an odd last row or column, which the pooling dropped.
 void MaxPool2D::backward(const float*, const float*, float* dy, float* dx, int n) {
   if (!dx) return;
-  const int64_t in_size = in_.size(), out_size = output_shape().size();
-  std::fill_n(dx, n * in_size, 0.0f);
+  const Shape o = output_shape();
+  const int c = in_.c;
   for (int s = 0; s < n; ++s)
-    for (int64_t i = 0; i < out_size; ++i)  // windows do not overlap: each input gets one gradient at most
-      dx[s * in_size + argmax_[size_t(s * out_size + i)]] = dy[s * out_size + i];
+    for (int ih = 0; ih < in_.h; ++ih)
+      for (int iw = 0; iw < in_.w; ++iw, dx += c) {
+        const int oh = ih / 2, ow = iw / 2;
+        if (oh >= o.h || ow >= o.w) {
+          std::fill_n(dx, c, 0.0f);
+          continue;
+        }
+        const int64_t at = ((int64_t(s) * o.h + oh) * o.w + ow) * c;
+        const FloatBits* __restrict grad = reinterpret_cast<const FloatBits*>(dy + at);
+        const uint8_t* __restrict which = argmax_.data() + at;
+        FloatBits* __restrict out = reinterpret_cast<FloatBits*>(dx);
+        const uint8_t tap = uint8_t((ih % 2) * 2 + iw % 2);
+        // Masks the float's bits instead of branching: which tap won is a coin toss, and
+        // mispredicted branches made this loop cost as much as a convolution.
+        for (int ch = 0; ch < c; ++ch) out[ch] = grad[ch] & (0u - uint32_t(which[ch] == tap));
+      }
 }
 
 }  // namespace pitrain

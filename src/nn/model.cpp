@@ -1,6 +1,6 @@
 #include "pitrain/model.h"
 
-#include <Eigen/Core>
+#include <algorithm>
 #include <map>
 
 #include "pitrain/rng.h"
@@ -70,20 +70,6 @@ LossStats Model::forward_backward(const float* x, const int32_t* y, int n, const
   const LossStats st = softmax_cross_entropy(logits, y, n, classes_, dlogits_.data(), 1.0f / float(n));
   backward(x, dlogits_.data(), n);
   return st;
-}
-
-#ifdef PITRAIN_OPENBLAS
-extern "C" void openblas_set_num_threads(int);
-std::string gemm_backend() { return "openblas"; }
-#else
-std::string gemm_backend() { return "eigen"; }
-#endif
-
-void set_compute_threads(int threads) {
-  Eigen::setNbThreads(threads);
-#ifdef PITRAIN_OPENBLAS
-  openblas_set_num_threads(threads);
-#endif
 }
 
 }  // namespace pitrain

@@ -10,6 +10,7 @@
 #include "pitrain/checkpoint.h"
 #include "pitrain/error.h"
 #include "pitrain/image_files.h"
+#include "pitrain/matrix.h"
 #include "pitrain/rng.h"
 #include "pitrain/train.h"
 

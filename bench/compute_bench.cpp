@@ -1,0 +1,92 @@
+// Single-process compute benchmark: images/s of forward + backward + Adam update for a model,
+// batch and thread count, and the GFLOP/s of one plain SGEMM through the same GEMM path.
+// Prints one JSON line. Driven by bench/compute.sh, which adds the PyTorch peer and the table.
+#include <mpi.h>
+#include <xmmintrin.h>
+#include <cstdlib>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <vector>
+
+#include "pitrain/matrix.h"
+#include "pitrain/model.h"
+#include "pitrain/optimizer.h"
+#include "pitrain/rng.h"
+
+using namespace pitrain;
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::vector<float> random_floats(size_t n, uint64_t key) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = uniform01(key, i);
+  return v;
+}
+
+void bench_model(const std::string& spec, int classes, int batch, int steps) {
+  Model model(spec, classes);
+  model.init_params(0);
+  model.reserve(batch);
+  Adam adam(model.num_params());
+  const auto x = random_floats(size_t(batch) * 784, 1);
+  std::vector<int32_t> y(static_cast<size_t>(batch));
+  for (int i = 0; i < batch; ++i) y[size_t(i)] = i % classes;
+  auto step = [&](int s) {
+    model.forward_backward(x.data(), y.data(), batch, Context{true, uint64_t(s)});
+    adam.step(model.params().data(), model.grads().data(), model.num_params(), 1e-3f);
+  };
+  for (int s = 0; s < 5; ++s) step(s);  // warm-up: caches, page faults, thread pools
+  const double t0 = now();
+  for (int s = 0; s < steps; ++s) step(s);
+  const double seconds = now() - t0;
+  const double images = double(batch) * steps / seconds;
+  std::printf("{\"images_per_second\": %.1f, \"ms_per_step\": %.3f, \"gflops\": %.2f}\n", images,
+              1e3 * seconds / steps, 3.0 * double(model.forward_flops()) * images / 1e9);
+}
+
+void bench_sgemm(int m, int k, int n, int reps) {
+  const auto a = random_floats(size_t(m) * k, 2), b = random_floats(size_t(k) * n, 3);
+  std::vector<float> c(size_t(m) * n);
+  auto run = [&] {
+    MatrixView(c.data(), m, n).noalias() = ConstMatrixView(a.data(), m, k) * ConstMatrixView(b.data(), k, n);
+  };
+  run();
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now();
+    run();
+    times.push_back(now() - t0);
+  }
+  std::sort(times.begin(), times.end());
+  std::printf("{\"sgemm_gflops\": %.2f}\n", 2.0 * m * k * n / times[times.size() / 2] / 1e9);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  if (getenv("FTZ")) _mm_setcsr(_mm_getcsr() | 0x8040);
+  cxxopts::Options options("compute_bench", "images/s of one training step, or SGEMM GFLOP/s");
+  options.add_options()
+    ("model", "Model name or spec", cxxopts::value<std::string>()->default_value("cnn"))
+    ("classes", "Classes", cxxopts::value<int>()->default_value("15"))
+    ("batch", "Batch size", cxxopts::value<int>()->default_value("32"))
+    ("threads", "Threads", cxxopts::value<int>()->default_value("1"))
+    ("steps", "Timed steps", cxxopts::value<int>()->default_value("200"))
+    ("sgemm", "Time C(MxN) = A(MxK) B(KxN) instead, given as M,K,N", cxxopts::value<std::vector<int>>());
+  const auto r = options.parse(argc, argv);
+  set_compute_threads(r["threads"].as<int>());
+  if (r.count("sgemm")) {
+    const auto d = r["sgemm"].as<std::vector<int>>();
+    bench_sgemm(d.at(0), d.at(1), d.at(2), 50);
+  } else {
+    bench_model(r["model"].as<std::string>(), r["classes"].as<int>(), r["batch"].as<int>(), r["steps"].as<int>());
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,46 @@
+#include "pitrain/matrix.h"
+
+#ifdef PITRAIN_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace pitrain {
+
+#ifdef PITRAIN_OPENBLAS
+
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c, Accumulate acc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+              a, trans_a ? m : k, b, trans_b ? k : n, acc == Accumulate::yes ? 1.0f : 0.0f, c, n);
+}
+
+std::string gemm_backend() { return "openblas"; }
+
+void set_compute_threads(int threads) {
+  Eigen::setNbThreads(threads);
+  openblas_set_num_threads(threads);
+}
+
+#else
+
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c, Accumulate acc) {
+  MatrixView out(c, m, n);
+  auto product = [&](const auto& lhs, const auto& rhs) {
+    if (acc == Accumulate::yes)
+      out.noalias() += lhs * rhs;
+    else
+      out.noalias() = lhs * rhs;
+  };
+  const ConstMatrixView A(a, trans_a ? k : m, trans_a ? m : k), B(b, trans_b ? n : k, trans_b ? k : n);
+  if (trans_a && trans_b) product(A.transpose(), B.transpose());
+  else if (trans_a) product(A.transpose(), B);
+  else if (trans_b) product(A, B.transpose());
+  else product(A, B);
+}
+
+std::string gemm_backend() { return "eigen"; }
+
+void set_compute_threads(int threads) { Eigen::setNbThreads(threads); }
+
+#endif
+
+}  // namespace pitrain
