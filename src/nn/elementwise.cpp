@@ -28,11 +28,11 @@ void relu_forward(float* y, int64_t count) {
   for (int64_t i = 0; i < count; ++i) y[i] = std::max(y[i], 0.0f);
 }
 
-void relu_backward(const float* y, float* dy, int64_t count) {
+void relu_backward(const float* __restrict y, float* __restrict dy, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-void add_bias(float* y, int rows, int cols, const float* bias, Activation act) {
+void add_bias(float* __restrict y, int rows, int cols, const float* __restrict bias, Activation act) {
   for (int r = 0; r < rows; ++r, y += cols)
     if (act == Activation::relu)
       for (int c = 0; c < cols; ++c) y[c] = std::max(y[c] + bias[c], 0.0f);
@@ -40,7 +40,7 @@ void add_bias(float* y, int rows, int cols, const float* bias, Activation act) {
       for (int c = 0; c < cols; ++c) y[c] += bias[c];
 }
 
-void column_sums(const float* dy, int rows, int cols, float* sums) {
+void column_sums(const float* __restrict dy, int rows, int cols, float* __restrict sums) {
   std::fill_n(sums, cols, 0.0f);
   for (int r = 0; r < rows; ++r, dy += cols)
     for (int c = 0; c < cols; ++c) sums[c] += dy[c];
