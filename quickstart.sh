@@ -23,5 +23,5 @@ if [ ! -f "$data" ]; then
   data=datasets/fashion-mnist.h5
   build/pitrain prepare --idx /usr/share/datasets/fashion-mnist --classes datasets/fashion-mnist.txt --out "$data"
 fi
-mpirun -np 2 --oversubscribe build/pitrain train --data "$data" --epochs 2 --checkpoint datasets/model.h5 </dev/null
+mpirun -np 2 --oversubscribe build/pitrain train --data "$data" --epochs 3 --checkpoint datasets/model.h5 </dev/null
 mpirun -np 2 --oversubscribe build/pitrain evaluate --model datasets/model.h5 --data "$data" </dev/null

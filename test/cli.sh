@@ -44,6 +44,14 @@ write("train", 600)
 first = write("t10k", 100)
 with open(os.path.join(d, "first.pgm"), "wb") as f:
     f.write(b"P5\n# the first test image\n28 28\n255\n" + first)
+# The same image as a PNG drawn dark on white, as a user's own drawing would be.
+import zlib
+def chunk(kind, body):
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+rows = b"".join(b"\0" + bytes(255 - v for v in first[r * 28:(r + 1) * 28]) for r in range(28))
+with open(os.path.join(d, "first.png"), "wb") as f:
+    f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 28, 28, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 PY
 printf 'north\neast\nsouth\nwest\n' >"$work/classes.txt"
 
@@ -69,9 +77,10 @@ mpi -np 2 "$PITRAIN" evaluate --model "$work/m.h5" --data "$work/d.h5" >"$work/e
 grep -q "val split: 100 images" "$work/eval" && grep -q "^north " "$work/eval" && grep -q "confusion matrix" "$work/eval" \
   || { fail "evaluate"; cat "$work/eval"; }
 
-"$PITRAIN" predict --model "$work/m.h5" "$work/first.pgm" >"$work/pred" 2>&1
+"$PITRAIN" predict --model "$work/m.h5" "$work/first.pgm" "$work/first.png" >"$work/pred" 2>&1
 grep -qE "first.pgm  (north|east|south|west) [01]\.[0-9]{3}  [a-z]+ [01]\.[0-9]{3}  [a-z]+ [01]\.[0-9]{3}$" "$work/pred" \
-  || { fail "predict"; cat "$work/pred"; }
+  && [ "$(sed -n 1p "$work/pred" | cut -d' ' -f2-)" = "$(sed -n 2p "$work/pred" | cut -d' ' -f2-)" ] \
+  || { fail "predict (PGM, and the same drawing inverted as PNG)"; cat "$work/pred"; }
 
 "$PITRAIN" summary --model cnn --classes 10 | grep -q "Total params: 34,826" || fail "summary"
 

@@ -8,9 +8,11 @@
 
 namespace pitrain {
 
-// Per-sample shape, channels-last: (H, W, C). A flat vector is (1, 1, C).
+// Per-sample shape, channels-last: (H, W, C). A vector (after flatten or dense) is (1, 1, C)
+// with flat set, which only changes how it is printed: (None, C) as Keras shows it.
 struct Shape {
   int h = 1, w = 1, c = 1;
+  bool flat = false;
   int64_t size() const { return int64_t(h) * w * c; }
   bool operator==(const Shape& o) const { return h == o.h && w == o.w && c == o.c; }
 };
@@ -96,7 +98,7 @@ class Dense : public Layer {
   Dense(Shape in, int units, Activation act);
   std::string kind() const override { return "dense"; }
   std::string describe() const override;
-  Shape output_shape() const override { return {1, 1, units_}; }
+  Shape output_shape() const override { return {1, 1, units_, true}; }
   std::vector<ParamView> params() const override;
   void init_params(uint64_t key) override;
   void forward(const float* x, float* y, int n, const Context& ctx) override;
@@ -123,7 +125,7 @@ class Flatten : public Layer {
   explicit Flatten(Shape in) : Layer(in) {}
   std::string kind() const override { return "flatten"; }
   std::string describe() const override { return "flatten"; }
-  Shape output_shape() const override { return {1, 1, int(in_.size())}; }  // NHWC order, as Keras
+  Shape output_shape() const override { return {1, 1, int(in_.size()), true}; }  // NHWC order, as Keras
   void forward(const float* x, float* y, int n, const Context& ctx) override;
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
 };
@@ -141,16 +143,17 @@ class Dropout : public Layer {
  private:
   float rate_;
   int index_;
-  std::vector<float> scale_;  // (n, in): 0 or 1/(1-rate) of the last training forward
+  std::vector<float> scale_;  // (n, in) rounded up to 4: 0 or 1/(1-rate), of the last training forward
   bool last_training_ = false;
 };
 
 // y = max(0, y) in place; dy *= (y > 0) in place. Shared by ReLU and the fused activations.
 void relu_forward(float* y, int64_t count);
 void relu_backward(const float* y, float* dy, int64_t count);
-// y (rows, cols) += bias, then the activation, in one pass; sums (cols) = column sums of dy.
+// Forward: y (rows, cols) += bias, then the activation, in one pass. Backward: dy through the
+// activation (in place) and dbias = the column sums of that, in one pass.
 void add_bias(float* y, int rows, int cols, const float* bias, Activation act);
-void column_sums(const float* dy, int rows, int cols, float* sums);
+void bias_backward(const float* y, float* dy, int rows, int cols, float* dbias, Activation act);
 
 // Keras' glorot_uniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)).
 void glorot_uniform(float* w, int64_t count, int64_t fan_in, int64_t fan_out, uint64_t key);

@@ -36,8 +36,7 @@ int summary(int argc, char** argv, dist::Comm& comm) {
   for (size_t i = 0; i < model.layers().size(); ++i) {
     const auto& l = model.layers()[i];
     const Shape s = l->output_shape();
-    const std::string shape = s.h == 1 && s.w == 1 && l->kind() != "conv2d" && l->kind() != "max_pooling2d"
-                                  ? "(None, " + std::to_string(s.c) + ")"
+    const std::string shape = s.flat ? "(None, " + std::to_string(s.c) + ")"
                                   : "(None, " + std::to_string(s.h) + ", " + std::to_string(s.w) + ", " +
                                         std::to_string(s.c) + ")";
     std::printf(" %-33s%-26s%s\n\n", (names[i] + " (" + keras_class.at(l->kind()) + ")").c_str(), shape.c_str(),

@@ -78,9 +78,8 @@ void Conv2D::forward(const float* x, float* y, int n, const Context&) {
 void Conv2D::backward(const float*, const float* y, float* dy, float* dx, int n) {
   const Shape o = output_shape();
   const int rows = n * o.h * o.w, depth = k_ * k_ * in_.c;
-  if (act_ == Activation::relu) relu_backward(y, dy, int64_t(rows) * filters_);
+  bias_backward(y, dy, rows, filters_, dw_ + depth * filters_, act_);
   gemm(true, false, depth, filters_, rows, col_.data(), dy, dw_);  // dW = col^T dY
-  column_sums(dy, rows, filters_, dw_ + depth * filters_);
   if (!dx) return;
   gemm(false, true, rows, depth, filters_, dy, w_, col_.data());  // the patches are spent: d(col) = dY W^T
   std::fill_n(dx, int64_t(n) * in_.size(), 0.0f);

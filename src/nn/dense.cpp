@@ -30,9 +30,8 @@ void Dense::forward(const float* x, float* y, int n, const Context&) {
 
 void Dense::backward(const float* x, const float* y, float* dy, float* dx, int n) {
   const int d = int(in_.size());
-  if (act_ == Activation::relu) relu_backward(y, dy, int64_t(n) * units_);
+  bias_backward(y, dy, n, units_, dw_ + int64_t(d) * units_, act_);
   gemm(true, false, d, units_, n, x, dy, dw_);  // dW = x^T dY
-  column_sums(dy, n, units_, dw_ + int64_t(d) * units_);
   if (dx) gemm(false, true, n, d, units_, dy, w_, dx);  // dx = dY W^T
 }
 

@@ -40,10 +40,14 @@ void add_bias(float* __restrict y, int rows, int cols, const float* __restrict b
       for (int c = 0; c < cols; ++c) y[c] += bias[c];
 }
 
-void column_sums(const float* __restrict dy, int rows, int cols, float* __restrict sums) {
-  std::fill_n(sums, cols, 0.0f);
-  for (int r = 0; r < rows; ++r, dy += cols)
-    for (int c = 0; c < cols; ++c) sums[c] += dy[c];
+void bias_backward(const float* __restrict y, float* __restrict dy, int rows, int cols, float* __restrict dbias,
+                   Activation act) {
+  std::fill_n(dbias, cols, 0.0f);
+  for (int r = 0; r < rows; ++r, y += cols, dy += cols) {
+    if (act == Activation::relu)
+      for (int c = 0; c < cols; ++c) dy[c] = y[c] > 0.0f ? dy[c] : 0.0f;
+    for (int c = 0; c < cols; ++c) dbias[c] += dy[c];
+  }
 }
 
 void ReLU::forward(const float* x, float* y, int n, const Context&) {
@@ -73,7 +77,7 @@ std::string Dropout::describe() const {
   return "dropout(" + r + ")";
 }
 
-void Dropout::reserve(int batch) { scale_.resize(size_t(batch) * in_.size()); }
+void Dropout::reserve(int batch) { scale_.resize((size_t(batch) * in_.size() + 3) / 4 * 4); }
 
 // Inverted dropout: kept units are scaled by 1/(1-rate) in training, so inference is identity.
 // Each 64-bit draw decides four units, 16 bits each (the rate is kept to 1/65536).
@@ -85,16 +89,14 @@ void Dropout::forward(const float* x, float* y, int n, const Context& ctx) {
     return;
   }
   const uint64_t key = rng_key(ctx.dropout_key, uint64_t(index_));
-  const uint64_t threshold = uint64_t(rate_ * 65536.0f);
+  const uint32_t threshold = uint32_t(rate_ * 65536.0f);
   const float keep_scale = 1.0f / (1.0f - rate_);
-  float* scale = scale_.data();
-  for (int64_t i = 0; i < count; i += 4) {
-    const uint64_t bits = splitmix64(key + uint64_t(i / 4));
-    for (int64_t j = i; j < std::min(count, i + 4); ++j) {
-      scale[j] = ((bits >> (16 * (j - i))) & 0xffff) < threshold ? 0.0f : keep_scale;
-      y[j] = x[j] * scale[j];
-    }
+  float* __restrict scale = scale_.data();
+  for (int64_t block = 0; block * 4 < count; ++block) {
+    const uint64_t bits = splitmix64(key + uint64_t(block));
+    for (int j = 0; j < 4; ++j) scale[block * 4 + j] = uint32_t(bits >> (16 * j) & 0xffff) < threshold ? 0.0f : keep_scale;
   }
+  for (int64_t i = 0; i < count; ++i) y[i] = x[i] * scale[i];
 }
 
 void Dropout::backward(const float*, const float*, float* dy, float* dx, int n) {

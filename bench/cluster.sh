@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# Cluster benchmark: 1 host against N hosts, pitrain and the PyTorch DDP peer side by side, on
+# emulated hosts (root only) or on a real cluster (--hostfile). Measures time to a target
+# validation accuracy, ms/step, images/s and the MPI share; writes a CSV, a Markdown table and a
+# PNG plot (validation accuracy against training time) into --out.
+#
+# Emulation (see ../shared/DESIGN.md): one network namespace per host, veths into a bridge in a
+# namespace of its own, each host's link shaped with tc tbf in both directions, a cgroup-v1 CPU
+# quota per host, Open MPI launched into the namespaces through bench/netns_rsh.sh. No latency
+# is added (netem is not available): links are ~10 us one way, not a Pi's 0.1-5 ms.
+#
+# usage: bench/cluster.sh [options]
+#   --profiles LIST   wlan (20 Mbit/s), ethernet (100), gigabit (1000), or RATEmbit; default all three
+#   --hosts N         hosts of the multi-host runs (default 4)
+#   --cpu F           cores per emulated host (default 0.5)
+#   --models LIST     cnn,mlp (default); cnn runs batch 32 a rank, mlp the magazine's batch 8
+#   --target A        validation accuracy to reach (default 0.80)
+#   --images N        training images per run (default 96000)
+#   --eval-images N   images between validations (default 9600)
+#   --max-seconds S   stop a run after S seconds; its curve so far still counts (default 150)
+#   --no-peer         skip the PyTorch peer
+#   --hostfile FILE   real cluster: no emulation; runs 1 host (the first) and all of them
+#   --mpirun-args S   extra mpirun arguments (e.g. the ring allreduce MCA settings)
+#   --out DIR         results folder (default bench/results-cluster)
+#   --smoke           2 hosts, one profile, a few steps: checks that everything runs
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build}
+peer=${PEER:-$root/../shared/peers/torch_ddp.py}
+profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
+use_peer=1 hostfile="" extra="" out=$root/bench/results-cluster smoke=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --profiles) profiles=$2; shift ;;
+    --hosts) hosts=$2; shift ;;
+    --cpu) cpu=$2; shift ;;
+    --models) models=$2; shift ;;
+    --target) target=$2; shift ;;
+    --images) images=$2; shift ;;
+    --eval-images) eval_images=$2; shift ;;
+    --max-seconds) max_seconds=$2; shift ;;
+    --no-peer) use_peer=0 ;;
+    --hostfile) hostfile=$2; shift ;;
+    --mpirun-args) extra=$2; shift ;;
+    --out) out=$2; shift ;;
+    --smoke) smoke=1 hosts=2 profiles=ethernet models=mlp images=2048 eval_images=1024 use_peer=0 ;;
+    *) echo "bench/cluster.sh: unknown option $1 (see the header of this script)" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$out"
+work=$(mktemp -d /tmp/pitrain-cluster-XXXXXX)
+export PITRAIN_CLUSTER=ptc$$  # names of this run's namespaces and cgroups
+subnet=10.77.$(($$ % 200)).0
+net=${subnet%.0}
+
+# --- the emulated cluster ---------------------------------------------------------------------
+namespaces=()
+teardown() {
+  for ns in "${namespaces[@]}"; do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  done
+  for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  for cg in /sys/fs/cgroup/cpu/"$PITRAIN_CLUSTER"-*; do
+    [ -d "$cg" ] || continue
+    while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done <"$cg/cgroup.procs"
+    rmdir "$cg" 2>/dev/null || true
+  done
+  namespaces=()
+}
+trap 'teardown; rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+rate_of() {
+  case $1 in wlan) echo 20 ;; ethernet) echo 100 ;; gigabit) echo 1000 ;; *mbit) echo "${1%mbit}" ;;
+    *) echo "bench/cluster.sh: unknown profile $1 (wlan, ethernet, gigabit or RATEmbit)" >&2; exit 2 ;; esac
+}
+
+# make_cluster N MBIT: hosts h1..hN at $net.11.., a head namespace at $net.2 that runs mpirun.
+make_cluster() {
+  local n=$1 mbit=$2 burst br=$PITRAIN_CLUSTER-br
+  burst=$((mbit * 1000000 / 8 / 1000))  # 1 ms of traffic, at least two frames
+  [ "$burst" -ge 3028 ] || burst=3028
+  ip netns add "$br"
+  namespaces+=("$br")
+  ip -n "$br" link add br0 type bridge
+  ip -n "$br" link set br0 up
+  for i in head $(seq "$n"); do
+    local ns=$PITRAIN_CLUSTER-h$i addr
+    [ "$i" = head ] && addr=$net.2 || addr=$net.$((10 + i))
+    ip netns add "$ns"
+    namespaces+=("$ns")
+    ip -n "$br" link add "p$i" type veth peer name eth0 netns "$ns"
+    ip -n "$br" link set "p$i" master br0 up
+    ip -n "$ns" addr add "$addr/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control=reno
+    [ "$i" = head ] && continue
+    # The host's link, both directions: its own egress and its switch port's.
+    tc -n "$ns" qdisc add dev eth0 root tbf rate "${mbit}mbit" burst "$burst" latency 100ms
+    tc -n "$br" qdisc add dev "p$i" root tbf rate "${mbit}mbit" burst "$burst" latency 100ms
+    local cg=/sys/fs/cgroup/cpu/$ns
+    mkdir -p "$cg"
+    echo 10000 >"$cg/cpu.cfs_period_us"  # 10 ms: a 100 ms period stalls spinning MPI ranks
+    awk -v c="$cpu" 'BEGIN { printf "%d\n", c * 10000 }' >"$cg/cpu.cfs_quota_us"
+  done
+}
+
+emulated_hostfile() {  # emulated_hostfile N
+  for i in $(seq "$1"); do echo "$net.$((10 + i)) slots=1"; done
+}
+
+# --- one training run -------------------------------------------------------------------------
+# launch N HOSTFILE COMMAND...: mpirun over the first N hosts, in the head namespace if emulated.
+launch() {
+  local n=$1 hf=$2
+  shift 2
+  local args=(-np "$n" --hostfile "$hf" --map-by node --bind-to none --mca mpi_yield_when_idle 1)
+  if [ -z "$hostfile" ]; then
+    args+=(--mca plm_rsh_agent "$root/bench/netns_rsh.sh" --mca plm_rsh_no_tree_spawn 1 --mca btl tcp,self
+      --mca btl_tcp_if_include "$subnet/24" --mca oob_tcp_if_include "$subnet/24"
+      -x PITRAIN_CLUSTER -x MASTER_ADDR="$net.11" -x GLOO_SOCKET_IFNAME=eth0)
+    # shellcheck disable=SC2086
+    timeout --foreground "$max_seconds" nsenter --net="/run/netns/$PITRAIN_CLUSTER-hhead" mpirun "${args[@]}" $extra "$@" </dev/null
+  else
+    # shellcheck disable=SC2086
+    timeout --foreground "$max_seconds" mpirun "${args[@]}" -x MASTER_ADDR="$(awk '!/^#/ && NF {print $1; exit}' "$hf")" $extra "$@" </dev/null
+  fi || echo "  stopped after ${max_seconds}s (or failed): keeping the curve so far" >&2
+}
+
+csv=$out/cluster.csv
+echo "trainer,model,profile,hosts,epoch,train_seconds,val_accuracy,mpi_seconds" >"$csv"
+summary=$work/summary.jsonl
+: >"$summary"
+
+# run_config TRAINER MODEL PROFILE N HOSTFILE: appends the curve to the CSV, a summary line.
+run_config() {
+  local trainer=$1 model=$2 profile=$3 n=$4 hf=$5 batch=32
+  [ "$model" = mlp ] && batch=8
+  local steps=$((eval_images / (n * batch))) epochs
+  [ "$steps" -ge 1 ] || steps=1
+  epochs=$(((images + eval_images - 1) / eval_images))
+  local common=(--data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 --epochs "$epochs"
+    --steps-per-epoch "$steps")
+  echo "run: $trainer $model $profile $n host(s): $epochs x $steps steps of $batch a rank" >&2
+  if [ "$trainer" = pitrain ]; then
+    launch "$n" "$hf" "$build/pitrain" train "${common[@]}" --log "$work/log.csv" >/dev/null
+  else
+    launch "$n" "$hf" /usr/bin/python3 "$peer" "${common[@]}" >/dev/null 2>"$work/peer.log"
+  fi
+  python3 - "$trainer" "$model" "$profile" "$n" "$steps" "$batch" "$work" "$csv" "$summary" <<'PY'
+import csv, json, os, re, sys
+trainer, model, profile, n, steps, batch, work, out, summary = sys.argv[1:]
+n, steps, batch = int(n), int(steps), int(batch)
+epochs = []  # (epoch, seconds, val_accuracy, mpi_seconds or None)
+if trainer == "pitrain":
+    if os.path.exists(f"{work}/log.csv"):
+        for r in csv.DictReader(open(f"{work}/log.csv")):
+            epochs.append((int(r["epoch"]), float(r["seconds"]), float(r["val_accuracy"]), float(r["mpi_seconds"])))
+        os.remove(f"{work}/log.csv")
+else:
+    for m in re.finditer(r"epoch (\d+)/\d+: \d+ steps ([\d.]+)s .* val_acc=([\d.]+)", open(f"{work}/peer.log").read()):
+        epochs.append((int(m.group(1)), float(m.group(2)), float(m.group(3)), None))
+t = 0.0
+with open(out, "a") as f:
+    for e, sec, acc, mpi in epochs:
+        t += sec
+        f.write(f"{trainer},{model},{profile},{n},{e},{t:.3f},{acc},{'' if mpi is None else mpi}\n")
+total_steps = steps * len(epochs)
+mpi = sum(e[3] for e in epochs) if epochs and epochs[0][3] is not None else None
+with open(summary, "a") as f:
+    f.write(json.dumps({"trainer": trainer, "model": model, "profile": profile, "hosts": n,
+                        "ms_per_step": 1e3 * t / total_steps if total_steps else float("nan"),
+                        "images_per_second": n * batch * total_steps / t if t else float("nan"),
+                        "mpi_share": mpi / t if mpi is not None and t else None}) + "\n")
+PY
+}
+
+# --- data, then every configuration -----------------------------------------------------------
+qd=$root/../shared/quickdraw
+if [ -f "$qd/apple.npy" ]; then
+  "$build/pitrain" prepare --npy "$qd" --classes "$root/datasets/quickdraw15.txt" --out "$work/d.h5" >/dev/null
+else
+  echo "note: no ../shared/quickdraw; using Fashion-MNIST" >&2
+  "$build/pitrain" prepare --idx /usr/share/datasets/fashion-mnist --out "$work/d.h5" >/dev/null
+fi
+trainers=pitrain
+[ "$use_peer" = 1 ] && trainers="pitrain peer"
+if [ -n "$hostfile" ]; then
+  total=$(awk '!/^#/ && NF' "$hostfile" | wc -l)
+  awk '!/^#/ && NF {print; exit}' "$hostfile" >"$work/one"
+  profiles=real
+fi
+export OMPI_MCA_rmaps_base_oversubscribe=1
+[ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for profile in ${profiles//,/ }; do
+  if [ -z "$hostfile" ]; then
+    [ "$(id -u)" -eq 0 ] || { echo "bench/cluster.sh: the emulation needs root (or use --hostfile)" >&2; exit 2; }
+    make_cluster "$hosts" "$(rate_of "$profile")"
+    emulated_hostfile 1 >"$work/one"
+    emulated_hostfile "$hosts" >"$work/all"
+    total=$hosts
+  else
+    cp "$hostfile" "$work/all"
+  fi
+  for model in ${models//,/ }; do
+    for trainer in $trainers; do
+      run_config "$trainer" "$model" "$profile" 1 "$work/one"
+      run_config "$trainer" "$model" "$profile" "$total" "$work/all"
+    done
+  done
+  [ -z "$hostfile" ] && teardown
+done
+
+# --- table and plot ---------------------------------------------------------------------------
+python3 - "$csv" "$summary" "$target" "$cpu" >"$out/cluster.md" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+summary = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+target = float(sys.argv[3])
+def curve(s):
+    return [r for r in rows if (r["trainer"], r["model"], r["profile"], int(r["hosts"])) ==
+            (s["trainer"], s["model"], s["profile"], s["hosts"])]
+def to_target(c):
+    return next((float(r["train_seconds"]) for r in c if float(r["val_accuracy"]) >= target), None)
+print(f"target validation accuracy {target}; {sys.argv[4]} core a host; times are training seconds "
+      "(validation excluded); no latency added to the links")
+print()
+print("| trainer | model | link | hosts | time to target s | vs 1 host | ms/step | images/s | MPI share | final val acc |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for s in summary:
+    c = curve(s)
+    t = to_target(c)
+    one = next((x for x in summary if (x["trainer"], x["model"], x["profile"], x["hosts"]) ==
+                (s["trainer"], s["model"], s["profile"], 1)), None)
+    t1 = to_target(curve(one)) if one else None
+    ratio = f"{t / t1:.2f}x" if t is not None and t1 else "-"
+    share = f"{100 * s['mpi_share']:.0f}%" if s["mpi_share"] is not None else "-"
+    print(f"| {s['trainer']} | {s['model']} | {s['profile']} | {s['hosts']} | "
+          f"{f'{t:.0f}' if t is not None else 'not reached'} | {ratio} | {s['ms_per_step']:.1f} | "
+          f"{s['images_per_second']:.0f} | {share} | {float(c[-1]['val_accuracy']) if c else float('nan'):.4f} |")
+PY
+if command -v gnuplot >/dev/null && [ "$smoke" = 0 ]; then
+  python3 - "$csv" "$work" <<'PY' >"$work/plot.gp"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+keys = sorted({(r["model"], r["profile"], r["hosts"], r["trainer"]) for r in rows})
+plots = []
+for i, k in enumerate(keys):
+    name = f"{sys.argv[2]}/curve{i}.dat"
+    with open(name, "w") as f:
+        for r in rows:
+            if (r["model"], r["profile"], r["hosts"], r["trainer"]) == k:
+                f.write(f"{r['train_seconds']} {r['val_accuracy']}\n")
+    dash = 1 if k[3] == "pitrain" else 2
+    plots.append(f"'{name}' using 1:2 with linespoints dt {dash} title '{k[3]} {k[0]} {k[1]} {k[2]} host(s)'")
+print("set terminal pngcairo size 1200,800 font ',10'")
+print(f"set output '{sys.argv[1].rsplit('/', 1)[0]}/cluster.png'")
+print("set xlabel 'training seconds'; set ylabel 'validation accuracy'; set key right bottom; set grid")
+print("set logscale x")
+print("plot " + ", ".join(plots))
+PY
+  gnuplot "$work/plot.gp"
+fi
+cat "$out/cluster.md"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Smoke run of the cluster benchmark: 2 emulated hosts, a few steps. Needs root and network
+# namespaces; skipped (exit 77) where the machine does not allow them.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: the emulated cluster needs root (network namespaces, tc, cgroups)"
+  exit 77
+fi
+probe=ptcprobe$$
+if ! ip netns add "$probe" 2>/dev/null; then
+  echo "SKIP: this machine does not allow network namespaces (ip netns add failed)"
+  exit 77
+fi
+ip netns del "$probe"
+if [ ! -w /sys/fs/cgroup/cpu ]; then
+  echo "SKIP: no writable cgroup-v1 cpu controller at /sys/fs/cgroup/cpu"
+  exit 77
+fi
+out=$(mktemp -d /tmp/pitrain-smoke-XXXXXX)
+trap 'rm -rf "$out"' EXIT
+BUILD=$(dirname "$PITRAIN") timeout 300 bash "$here/bench/cluster.sh" --smoke --out "$out"
+grep -qE "^\| pitrain \| mlp \| ethernet \| 2 \| " "$out/cluster.md"
+grep -qE "^\| pitrain \| mlp \| ethernet \| 1 \| " "$out/cluster.md"
+[ "$(ip netns list | grep -c ptc)" -eq 0 ] || { echo "namespaces left behind"; exit 1; }
+echo "cluster smoke: ok"
