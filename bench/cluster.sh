@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$out"
 work=$(mktemp -d /tmp/pitrain-cluster-XXXXXX)
-export PITRAIN_CLUSTER=ptc$$  # names of this run's namespaces and cgroups
+export PITRAIN_CLUSTER=${PITRAIN_CLUSTER:-ptc$$}  # names of this run's namespaces and cgroups
 subnet=10.77.$(($$ % 200)).0
 net=${subnet%.0}
 

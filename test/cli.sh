@@ -70,8 +70,23 @@ assert j["val_accuracy"] > 0.9 and j["images_per_second"] > 0 and 0 <= j["mpi_sh
   || fail "train --log"
 
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 5 --threads 1 >"$work/bar" 2>&1
-grep -qE "^Epoch 1/1  5/5 \[=+\] - [0-9]+s [0-9]+ms/step - loss: .* - val_accuracy: .* - mpi: [0-9]+%$" "$work/bar" \
+grep -qE "^Epoch 1/1  5/5 \[=+\] - [0-9]+s [0-9]+ms/step - loss: .* - val_accuracy: .* - mpi: [0-9]+% 808KB/step$" "$work/bar" \
   || { fail "progress line"; cat "$work/bar"; }
+
+# 16-bit gradients halve the bytes; local SGD every 4 steps sends a quarter of them.
+mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 8 --threads 1 --json \
+  --grad-dtype bf16 --error-feedback --sync-every 4 | tail -n 1 | python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+assert j["bytes_per_step"] == 201988 * 4 // 4, j  # parameters, fp32, every 4th step
+assert j["grad_dtype"] == "bf16" and j["sync_every"] == 4, j
+' || fail "train --sync-every --grad-dtype"
+mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 8 --threads 1 --json \
+  --grad-dtype fp16 --overlap --bucket-kb 64 | tail -n 1 | python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+assert j["bytes_per_step"] == 201988 * 2, j
+' || fail "train --grad-dtype fp16 --overlap"
 
 mpi -np 2 "$PITRAIN" evaluate --model "$work/m.h5" --data "$work/d.h5" >"$work/eval" 2>&1
 grep -q "val split: 100 images" "$work/eval" && grep -q "^north " "$work/eval" && grep -q "confusion matrix" "$work/eval" \
@@ -92,6 +107,8 @@ expect_error "--batch-size must be a positive integer" mpi -np 2 "$PITRAIN" trai
 expect_error "--epochs must be a positive integer" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --epochs -1
 expect_error "--lr must be a positive number" "$PITRAIN" train --data "$work/d.h5" --lr 0
 expect_error "unknown optimizer" "$PITRAIN" train --data "$work/d.h5" --optimizer rmsprop
+expect_error "--grad-dtype fp8: use fp32, fp16 or bf16" "$PITRAIN" train --data "$work/d.h5" --grad-dtype fp8
+expect_error "--sync-every must be a positive number" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --sync-every 0
 expect_error "unknown layer or model 'resnet'" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model resnet
 expect_error "bogus" "$PITRAIN" train --bogus
 expect_error "unknown command 'fit'" "$PITRAIN" fit

@@ -19,8 +19,9 @@ if [ ! -w /sys/fs/cgroup/cpu ]; then
 fi
 out=$(mktemp -d /tmp/pitrain-smoke-XXXXXX)
 trap 'rm -rf "$out"' EXIT
+export PITRAIN_CLUSTER=ptcsmoke$$
 BUILD=$(dirname "$PITRAIN") timeout 300 bash "$here/bench/cluster.sh" --smoke --out "$out"
 grep -qE "^\| pitrain \| mlp \| ethernet \| 2 \| " "$out/cluster.md"
 grep -qE "^\| pitrain \| mlp \| ethernet \| 1 \| " "$out/cluster.md"
-[ "$(ip netns list | grep -c ptc)" -eq 0 ] || { echo "namespaces left behind"; exit 1; }
+[ "$(ip netns list | grep -c "$PITRAIN_CLUSTER")" -eq 0 ] || { echo "namespaces left behind"; exit 1; }
 echo "cluster smoke: ok"

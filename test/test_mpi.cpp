@@ -41,6 +41,7 @@ TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") 
   Model distributed(spec, classes), reference(spec, classes);
   distributed.init_params(3), reference.init_params(3);
   Adam opt_d(distributed.num_params()), opt_r(reference.num_params());
+  GradientSync sync(comm, distributed.num_params(), {});
   std::vector<float> x(size_t(P * b) * kImagePixels);
   std::vector<int64_t> idx(size_t(P * b));
   std::vector<int32_t> y(size_t(P * b));
@@ -48,8 +49,8 @@ TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") 
     const Split global = test::synthetic_split(P * b, classes, uint64_t(10 + step));
     for (int i = 0; i < P * b; ++i) idx[size_t(i)] = i;
     make_batch(global, idx.data(), P * b, x.data(), y.data());
-    train_step(distributed, opt_d, comm, x.data() + comm.rank() * b * kImagePixels, y.data() + comm.rank() * b, b,
-               1e-2f, {});
+    train_step(distributed, opt_d, sync, x.data() + comm.rank() * b * kImagePixels, y.data() + comm.rank() * b, b,
+               1e-2f, {}, step);
     reference.forward_backward(x.data(), y.data(), P * b, {});
     opt_r.step(reference.params().data(), reference.grads().data(), reference.num_params(), 1e-2f);
   }
@@ -115,4 +116,44 @@ TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto anot
   CHECK(resharded.epochs.size() == 2);
   CHECK(resharded.epochs.front().epoch == 2);
   CHECK(same_on_every_rank(resharded.params));
+}
+
+TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients keep the ranks equal") {
+  test::TempDir dir;
+  test::write_synthetic_dataset(dir / "d.h5", 320, 80, 4);
+  dist::Comm comm;
+  TrainOptions o;
+  o.data = dir / "d.h5";
+  o.model = "conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)";
+  o.epochs = 2;
+  o.batch_size = 8;
+  o.threads = 1;
+  std::ostringstream out;
+  const auto base = fit(o, comm, out);
+  o.sync.sync_every = 1;
+  o.sync.sync_warmup = 5;
+  CHECK(fit(o, comm, out).params == base.params);
+
+  o.sync.sync_every = 3;  // every 3 steps and at each epoch end
+  const auto local = fit(o, comm, out);
+  CHECK(same_on_every_rank(local.params));
+  CHECK(local.epochs.back().val_accuracy > 0.9);
+  if (comm.size() > 1) CHECK(local.params != base.params);
+
+  o.sync = SyncOptions{};
+  o.sync.wire = WireType::fp16;
+  o.sync.error_feedback = true;
+  const auto half = fit(o, comm, out);
+  CHECK(same_on_every_rank(half.params));
+  CHECK(half.epochs.back().val_accuracy > 0.9);
+
+  o.sync = SyncOptions{};
+  o.sync.overlap = true;
+  o.sync.bucket_bytes = 4096;  // several buckets, started during backward
+  const auto overlapped = fit(o, comm, out);
+  CHECK(same_on_every_rank(overlapped.params));
+  double worst = 0;
+  for (size_t i = 0; i < base.params.size(); ++i)
+    worst = std::max(worst, double(std::abs(overlapped.params[i] - base.params[i])));
+  CHECK(worst < 1e-4);  // the same sums, possibly added in another order
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pitrain::dist {
 
@@ -16,6 +17,11 @@ class Comm {
   void broadcast(float* data, int64_t n, int root = 0);
   void allreduce_mean(float* data, int64_t n);  // in place: the sum over ranks divided by size
   void allreduce_sum(double* data, int64_t n);  // in place
+  // Non-blocking, in place: count elements of `type` combined with `op`. Counted in bytes_sent
+  // and, with progress() and wait_all(), in mpi_seconds.
+  void start_allreduce_sum(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request);
+  void progress(std::vector<MPI_Request>& requests);  // lets pending collectives move on
+  void wait_all(std::vector<MPI_Request>& requests);
   double max(double value);
   // The lowest rank whose `ok` is false, or size() when all are fine; the same on every rank.
   // Lets all ranks leave together when one failed, before any waits in a training collective.

@@ -1,6 +1,7 @@
 // A Sequential model for 28x28x1 images: its layers, one flat parameter buffer and one flat
 // gradient buffer (one allreduce moves all gradients), and activations allocated per batch size.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,11 +44,15 @@ class Model {
 
   // x: (n, 28, 28, 1) floats in [0, 1]; returns the logits (n, classes).
   const float* forward(const float* x, int n, const Context& ctx);
+  // Called during backward with lo each time grads()[lo, end) are final, lo decreasing to 0:
+  // lets the gradient allreduce of the last layers start while the first ones still run.
+  using GradientsReady = std::function<void(int64_t lo)>;
   // dlogits: (n, classes), overwritten. Fills grads() from the last forward.
-  void backward(const float* x, float* dlogits, int n);
+  void backward(const float* x, float* dlogits, int n, const GradientsReady& ready = nullptr);
   // Forward, mean softmax cross-entropy over the n samples, backward: grads() then holds the
   // gradient of the mean loss. Returns the summed loss and the correct count.
-  LossStats forward_backward(const float* x, const int32_t* y, int n, const Context& ctx);
+  LossStats forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
+                             const GradientsReady& ready = nullptr);
 
  private:
   std::string spec_;

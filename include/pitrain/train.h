@@ -10,6 +10,7 @@
 #include "pitrain/dataset.h"
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
+#include "pitrain/sync.h"
 
 namespace pitrain {
 
@@ -31,12 +32,14 @@ struct TrainOptions {
   std::string resume;
   std::string log_csv;
   bool json = false;
+  SyncOptions sync;             // per-step gradient averaging unless told otherwise
 };
 
 struct EpochResult {
   int epoch = 0;
   double loss = 0, accuracy = 0, val_loss = 0, val_accuracy = 0;
   double seconds = 0, mpi_seconds = 0;
+  int64_t bytes_sent = 0;  // by this rank, to collectives
 };
 
 struct TrainResult {
@@ -44,10 +47,11 @@ struct TrainResult {
   std::vector<float> params;  // final weights
 };
 
-// One synchronous data-parallel step: forward and backward on this rank's batch, ONE allreduce
-// of the flat gradient buffer (averaged over ranks), then the same optimizer step on every rank.
-LossStats train_step(Model& model, Optimizer& opt, dist::Comm& comm, const float* x, const int32_t* y, int n,
-                     float lr, const Context& ctx);
+// One data-parallel step (number `step`, 0-based): forward and backward on this rank's batch,
+// the gradients averaged over the ranks (one allreduce of the flat buffer, or its buckets), then
+// the same optimizer step on every rank; with local SGD, the parameters averaged every K steps.
+LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const float* x, const int32_t* y, int n,
+                     float lr, const Context& ctx, int64_t step);
 
 // Trains as the options say; rank 0 prints progress to `out`.
 TrainResult fit(const TrainOptions& opts, dist::Comm& comm, std::ostream& out);
@@ -72,7 +76,7 @@ class ProgressBar {
   ProgressBar(std::ostream& out, bool enabled);
   void start_epoch(int epoch, int epochs, int64_t steps);
   void update(int64_t step, double loss, double accuracy, double seconds, double mpi_share);
-  void end_epoch(const EpochResult& r, int64_t steps, double mpi_share);
+  void end_epoch(const EpochResult& r, int64_t steps);
 
  private:
   std::string bar(int64_t step) const;

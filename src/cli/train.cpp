@@ -25,9 +25,18 @@ int train(int argc, char** argv, dist::Comm& comm) {
     ("checkpoint-every", "Epochs between checkpoints (and always at the end)", cxxopts::value(o.checkpoint_every)->default_value("1"))
     ("resume", "Continue from this checkpoint (any number of ranks)", cxxopts::value(o.resume))
     ("log", "CSV file, one row an epoch", cxxopts::value(o.log_csv))
-    ("json", "End with one JSON line of figures instead of the progress output", cxxopts::value(o.json));
+    ("json", "End with one JSON line of figures instead of the progress output", cxxopts::value(o.json))
+    ("sync-every", "Local SGD: K steps alone, then average the parameters (1 = average gradients every step)",
+     cxxopts::value(o.sync.sync_every)->default_value("1"))
+    ("sync-warmup", "Steps of per-step gradient averaging before local SGD starts", cxxopts::value(o.sync.sync_warmup)->default_value("0"))
+    ("grad-dtype", "Gradients on the wire: fp32, fp16 or bf16", cxxopts::value<std::string>()->default_value("fp32"))
+    ("error-feedback", "Carry what 16-bit rounding drops into the next step", cxxopts::value(o.sync.error_feedback))
+    ("overlap", "Allreduce gradient buckets while backward goes on", cxxopts::value(o.sync.overlap))
+    ("bucket-kb", "Bucket size for --overlap", cxxopts::value<int64_t>()->default_value("1024"));
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
+  o.sync.wire = parse_wire_type(r["grad-dtype"].as<std::string>());
+  o.sync.bucket_bytes = r["bucket-kb"].as<int64_t>() * 1024;
   fit(o, comm, std::cout);
   return 0;
 }

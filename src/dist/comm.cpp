@@ -47,6 +47,29 @@ void Comm::allreduce_sum(double* data, int64_t n) {
   bytes_sent_ += n * int64_t(sizeof(double));
 }
 
+void Comm::start_allreduce_sum(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request) {
+  const double t0 = MPI_Wtime();
+  MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, comm_, request);
+  int size = 0;
+  MPI_Type_size(type, &size);
+  bytes_sent_ += int64_t(count) * size;
+  mpi_seconds_ += MPI_Wtime() - t0;
+}
+
+void Comm::progress(std::vector<MPI_Request>& requests) {
+  if (requests.empty()) return;
+  const double t0 = MPI_Wtime();
+  int done = 0;
+  MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+  mpi_seconds_ += MPI_Wtime() - t0;
+}
+
+void Comm::wait_all(std::vector<MPI_Request>& requests) {
+  const double t0 = MPI_Wtime();
+  MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  mpi_seconds_ += MPI_Wtime() - t0;
+}
+
 double Comm::max(double value) {
   MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, comm_);
   return value;

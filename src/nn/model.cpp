@@ -52,11 +52,12 @@ const float* Model::forward(const float* x, int n, const Context& ctx) {
   return in;
 }
 
-void Model::backward(const float* x, float* dlogits, int n) {
+void Model::backward(const float* x, float* dlogits, int n, const GradientsReady& ready) {
   float* dy = dlogits;
   for (size_t i = layers_.size(); i-- > 0;) {
     float* dx = i == 0 ? nullptr : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
     layers_[i]->backward(i == 0 ? x : acts_[i - 1].data(), acts_[i].data(), dy, dx, n);
+    if (ready && layers_[i]->num_params() > 0) ready(offsets_[i]);
     dy = dx;
   }
 }
@@ -65,10 +66,11 @@ void Model::backward(const float* x, float* dlogits, int n) {
 
 namespace pitrain {
 
-LossStats Model::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx) {
+LossStats Model::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
+                                  const GradientsReady& ready) {
   const float* logits = forward(x, n, ctx);
   const LossStats st = softmax_cross_entropy(logits, y, n, classes_, dlogits_.data(), 1.0f / float(n));
-  backward(x, dlogits_.data(), n);
+  backward(x, dlogits_.data(), n, ready);
   return st;
 }
 

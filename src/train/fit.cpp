@@ -44,7 +44,7 @@ void check_writable(const std::string& path, const std::string& flag) {
 }
 
 std::string json_line(const TrainOptions& o, const dist::Comm& comm, const Model& model, int threads, int64_t steps,
-                      int64_t spe, double train_s, double wall_s, double mpi_s, const EpochResult& last) {
+                      int64_t spe, double train_s, double wall_s, double mpi_s, int64_t bytes, const EpochResult& last) {
   auto num = [](double v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.6g", v);
@@ -58,18 +58,25 @@ std::string json_line(const TrainOptions& o, const dist::Comm& comm, const Model
          ", \"val_accuracy\": " + num(last.val_accuracy) + ", \"val_loss\": " + num(last.val_loss) +
          ", \"params\": " + std::to_string(model.num_params()) + ", \"mpi_seconds\": " + num(mpi_s) +
          ", \"mpi_share\": " + num(mpi_s / train_s) + ", \"bytes_per_step\": " +
-         std::to_string(model.num_params() * int64_t(sizeof(float))) + ", \"wall_seconds\": " + num(wall_s) +
+         std::to_string(bytes / steps) + ", \"wall_seconds\": " + num(wall_s) +
          ", \"epochs\": " + std::to_string(last.epoch) + ", \"model\": \"" + model.spec() + "\", \"optimizer\": \"" +
-         o.optimizer + "\", \"lr\": " + num(o.lr) + ", \"gemm\": \"" + gemm_backend() + "\"}";
+         o.optimizer + "\", \"lr\": " + num(o.lr) + ", \"gemm\": \"" + gemm_backend() + "\", \"sync_every\": " + std::to_string(o.sync.sync_every) +
+         ", \"grad_dtype\": \"" + (o.sync.wire == WireType::fp32 ? "fp32" : o.sync.wire == WireType::fp16 ? "fp16" : "bf16") +
+         "\", \"overlap\": " + (o.sync.overlap ? "true" : "false") + "}";
 }
 
 }  // namespace
 
-LossStats train_step(Model& model, Optimizer& opt, dist::Comm& comm, const float* x, const int32_t* y, int n, float lr,
-                     const Context& ctx) {
-  const LossStats st = model.forward_backward(x, y, n, ctx);
-  comm.allreduce_mean(model.grads().data(), model.num_params());
-  opt.step(model.params().data(), model.grads().data(), model.num_params(), lr);
+LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const float* x, const int32_t* y, int n,
+                     float lr, const Context& ctx, int64_t step) {
+  float* grads = model.grads().data();
+  const bool average = sync.averages_gradients(step);
+  const LossStats st =
+      model.forward_backward(x, y, n, ctx, average ? [&](int64_t lo) { sync.gradients_ready(grads, lo); }
+                                                   : Model::GradientsReady());
+  if (average) sync.finish(grads);
+  opt.step(model.params().data(), grads, model.num_params(), lr);
+  sync.maybe_average_parameters(model.params().data(), step, false);
   return st;
 }
 
@@ -124,38 +131,44 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
     if (!append) csv << "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds\n";
   }
 
+  GradientSync sync(comm, model.num_params(), o.sync);
   model.reserve(o.batch_size);
   std::vector<float> x(size_t(o.batch_size) * kImagePixels);
   std::vector<int32_t> y(static_cast<size_t>(o.batch_size));
   ProgressBar progress(out, rank == 0 && !o.json);
   TrainResult result;
   double train_seconds = 0, train_mpi = 0;
+  int64_t train_bytes = 0;
   int64_t steps_run = 0;
   for (int epoch = int(state.epoch) + 1; epoch <= o.epochs; ++epoch) {
     const auto order = epoch_order(train.data.size(), spe * o.batch_size, state.seed, rank, epoch);
     progress.start_epoch(epoch, o.epochs, spe);
     double sums[3] = {0, 0, 0};  // loss sum, correct, images: this rank's, reduced at the epoch end
     const double t0 = now(), mpi0 = comm.mpi_seconds();
+    const int64_t bytes0 = comm.bytes_sent();
     for (int64_t s = 0; s < spe; ++s) {
       make_batch(train.data, &order[size_t(s * o.batch_size)], o.batch_size, x.data(), y.data());
       const Context ctx{true, rng_key(state.seed, 0xd2, uint64_t(rank), uint64_t(state.step))};
-      const LossStats st = train_step(model, *opt, comm, x.data(), y.data(), o.batch_size, schedule.at(state.step), ctx);
+      const LossStats st =
+          train_step(model, *opt, sync, x.data(), y.data(), o.batch_size, schedule.at(state.step), ctx, state.step);
       ++state.step;
       sums[0] += st.loss_sum, sums[1] += double(st.correct), sums[2] += o.batch_size;
       const double elapsed = now() - t0;
       progress.update(s + 1, sums[0] / sums[2], sums[1] / sums[2], elapsed, (comm.mpi_seconds() - mpi0) / elapsed);
     }
+    sync.maybe_average_parameters(model.params().data(), state.step - 1, true);  // validate the average
     EpochResult r;
     r.epoch = epoch;
     r.seconds = now() - t0;
     r.mpi_seconds = comm.mpi_seconds() - mpi0;
-    train_seconds += r.seconds, train_mpi += r.mpi_seconds, steps_run += spe;
+    r.bytes_sent = comm.bytes_sent() - bytes0;
+    train_seconds += r.seconds, train_mpi += r.mpi_seconds, train_bytes += r.bytes_sent, steps_run += spe;
     comm.allreduce_sum(sums, 3);
     r.loss = sums[0] / sums[2];
     r.accuracy = sums[1] / sums[2];
     const Evaluation v = evaluate(model, val.data, comm);
     r.val_loss = v.loss, r.val_accuracy = v.accuracy;
-    progress.end_epoch(r, spe, r.mpi_seconds / r.seconds);
+    progress.end_epoch(r, spe);
     result.epochs.push_back(r);
     state.epoch = epoch;
     if (rank == 0 && csv.is_open())
@@ -170,7 +183,7 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
     out << "saved " << o.checkpoint << " (epoch " << state.epoch << ", step " << state.step << ")\n";
   if (rank == 0 && o.json && steps_run > 0)
     out << json_line(o, comm, model, threads, steps_run, spe, train_seconds, now() - wall0, train_mpi,
-                     result.epochs.back())
+                     train_bytes, result.epochs.back())
         << "\n";
   result.params = model.params();
   return result;

@@ -57,12 +57,22 @@ void ProgressBar::update(int64_t step, double loss, double accuracy, double seco
        << " - mpi: " << fmt("%.0f%%", 100 * mpi_share) << "\033[K" << std::flush;
 }
 
-void ProgressBar::end_epoch(const EpochResult& r, int64_t steps, double mpi_share) {
+namespace {
+
+std::string bytes_text(double b) {
+  return b >= 1e6 ? fmt("%.1fMB", b / 1e6) : b >= 1e3 ? fmt("%.0fKB", b / 1e3) : fmt("%.0fB", b);
+}
+
+}  // namespace
+
+void ProgressBar::end_epoch(const EpochResult& r, int64_t steps) {
   if (!enabled_) return;
+  const double mpi_share = r.mpi_seconds / r.seconds;
   const std::string line = bar(steps) + " - " + fmt("%.0fs", r.seconds) + " " +
                            fmt("%.0fms/step", 1e3 * r.seconds / double(steps)) + metrics(r.loss, r.accuracy) +
                            " - val_loss: " + fmt("%.4f", r.val_loss) + " - val_accuracy: " + fmt("%.4f", r.val_accuracy) +
-                           " - mpi: " + fmt("%.0f%%", 100 * mpi_share);
+                           " - mpi: " + fmt("%.0f%%", 100 * mpi_share) + " " +
+                           bytes_text(double(r.bytes_sent) / double(steps)) + "/step";
   if (live_)
     out_ << "\r" << line << "\033[K\n";
   else

@@ -1,0 +1,153 @@
+#include "pitrain/sync.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "pitrain/error.h"
+
+namespace pitrain {
+
+WireType parse_wire_type(const std::string& name) {
+  if (name == "fp32") return WireType::fp32;
+  if (name == "fp16") return WireType::fp16;
+  if (name == "bf16") return WireType::bf16;
+  throw UsageError("--grad-dtype " + name + ": use fp32, fp16 or bf16");
+}
+
+namespace {
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace
+
+uint16_t float_to_bf16(float f) {
+  const uint32_t u = bits_of(f);
+  if ((u & 0x7fffffff) > 0x7f800000) return uint16_t((u >> 16) | 0x40);  // NaN stays NaN
+  return uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);                 // round to nearest even
+}
+
+float bf16_to_float(uint16_t h) { return float_of(uint32_t(h) << 16); }
+
+uint16_t float_to_half(float f) {
+  const uint32_t u = bits_of(f);
+  const uint16_t sign = uint16_t((u >> 16) & 0x8000);
+  const uint32_t a = u & 0x7fffffff;
+  if (a > 0x7f800000) return uint16_t(sign | 0x7e00);            // NaN
+  if (a >= 0x477ff000) return uint16_t(sign | 0x7c00);           // rounds to >= 65520: infinity
+  if (a < 0x38800000) {                                          // below 2^-14: subnormal half
+    // Scale so that the half's subnormal step 2^-24 becomes 1, then round to nearest even.
+    const float scaled = float_of(a) * 16777216.0f;
+    return uint16_t(sign | uint16_t(std::nearbyint(scaled)));
+  }
+  // Normal: rebias the exponent (127 -> 15) and round the 23-bit mantissa to 10 bits.
+  const uint32_t rounded = a + 0xfff + ((a >> 13) & 1);
+  return uint16_t(sign | ((rounded - 0x38000000) >> 13));
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  if (exp == 0) return float_of(sign) + (sign ? -1.0f : 1.0f) * float(mant) / 16777216.0f;  // subnormal
+  if (exp == 31) return float_of(sign | 0x7f800000 | (mant << 13));                         // inf, NaN
+  return float_of(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+namespace {
+
+// MPI reduction of 16-bit floats: widen, add, round back.
+template <float (*widen)(uint16_t), uint16_t (*narrow)(float)>
+void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = narrow(widen(a[i]) + widen(b[i]));
+}
+
+}  // namespace
+
+GradientSync::GradientSync(dist::Comm& comm, int64_t n_params, const SyncOptions& opts)
+    : comm_(comm), n_(n_params), o_(opts), started_down_to_(n_params) {
+  if (o_.sync_every < 1) throw UsageError("--sync-every must be a positive number of steps");
+  if (o_.sync_warmup < 0) throw UsageError("--sync-warmup must be 0 or positive");
+  if (o_.bucket_bytes <= 0) throw UsageError("--bucket-kb must be positive");
+  if (o_.wire != WireType::fp32) {
+    wire_.resize(size_t(n_));
+    if (o_.error_feedback) residual_.assign(size_t(n_), 0.0f);
+    MPI_Op_create(o_.wire == WireType::fp16 ? &sum_16bit<half_to_float, float_to_half>
+                                            : &sum_16bit<bf16_to_float, float_to_bf16>,
+                  1, &sum_op_);
+  }
+}
+
+GradientSync::~GradientSync() {
+  if (sum_op_ != MPI_OP_NULL) MPI_Op_free(&sum_op_);
+}
+
+bool GradientSync::averages_gradients(int64_t step) const {
+  return comm_.size() > 1 && (o_.sync_every == 1 || step < o_.sync_warmup);
+}
+
+// Divides before summing, so a 16-bit sum of P ranks cannot overflow where one rank's would not.
+void GradientSync::start_bucket(float* grads, int64_t lo, int64_t hi) {
+  const float inv = 1.0f / float(comm_.size());
+  const int count = int(hi - lo);
+  MPI_Request req;
+  if (o_.wire == WireType::fp32) {
+    for (int64_t i = lo; i < hi; ++i) grads[i] *= inv;
+    comm_.start_allreduce_sum(grads + lo, count, MPI_FLOAT, MPI_SUM, &req);
+  } else {
+    const bool half = o_.wire == WireType::fp16;
+    for (int64_t i = lo; i < hi; ++i) {
+      const float want = grads[i] * inv + (residual_.empty() ? 0.0f : residual_[size_t(i)]);
+      wire_[size_t(i)] = half ? float_to_half(want) : float_to_bf16(want);
+      if (!residual_.empty()) residual_[size_t(i)] = want - (half ? half_to_float(wire_[size_t(i)]) : bf16_to_float(wire_[size_t(i)]));
+    }
+    comm_.start_allreduce_sum(wire_.data() + lo, count, MPI_UINT16_T, sum_op_, &req);
+  }
+  requests_.push_back(req);
+  buckets_.push_back({lo, hi});
+}
+
+void GradientSync::gradients_ready(float* grads, int64_t lo) {
+  if (!o_.overlap) return;
+  while (started_down_to_ - lo >= o_.bucket_bytes / 4) {
+    const int64_t hi = started_down_to_;
+    started_down_to_ = hi - o_.bucket_bytes / 4;
+    start_bucket(grads, started_down_to_, hi);
+  }
+  comm_.progress(requests_);
+}
+
+void GradientSync::finish(float* grads) {
+  if (started_down_to_ > 0) start_bucket(grads, 0, started_down_to_);
+  comm_.wait_all(requests_);
+  if (o_.wire != WireType::fp32) {
+    const bool half = o_.wire == WireType::fp16;
+    for (auto [lo, hi] : buckets_)
+      for (int64_t i = lo; i < hi; ++i)
+        grads[i] = half ? half_to_float(wire_[size_t(i)]) : bf16_to_float(wire_[size_t(i)]);
+  }
+  requests_.clear();
+  buckets_.clear();
+  started_down_to_ = n_;
+}
+
+bool GradientSync::maybe_average_parameters(float* params, int64_t step, bool force) {
+  if (comm_.size() == 1 || o_.sync_every == 1 || step < o_.sync_warmup || step == averaged_after_) return false;
+  if (!force && (step + 1 - o_.sync_warmup) % o_.sync_every != 0) return false;
+  comm_.allreduce_mean(params, n_);
+  averaged_after_ = step;
+  return true;
+}
+
+}  // namespace pitrain

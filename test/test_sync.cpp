@@ -1,0 +1,57 @@
+// 16-bit wire formats and error feedback (one process; the multi-rank behaviour is in test_mpi).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "pitrain/rng.h"
+#include "pitrain/sync.h"
+
+using namespace pitrain;
+
+TEST_CASE("fp16: exact values, rounding to nearest even, range") {
+  for (float v : {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604644775390625e-08f, 0.333251953125f})
+    CHECK(half_to_float(float_to_half(v)) == v);
+  CHECK(half_to_float(float_to_half(1.0f + 1.0f / 2048)) == 1.0f);                   // tie goes to even
+  CHECK(half_to_float(float_to_half(1.0f + 3.0f / 2048)) == 1.0f + 4.0f / 2048);     // tie goes to even
+  CHECK(std::isinf(half_to_float(float_to_half(65520.0f))));
+  CHECK(half_to_float(float_to_half(65519.0f)) == 65504.0f);
+  CHECK(half_to_float(float_to_half(1e-9f)) == 0.0f);
+  CHECK(std::isnan(half_to_float(float_to_half(std::numeric_limits<float>::quiet_NaN()))));
+  CHECK(float_to_half(-0.0f) == 0x8000);
+  for (uint64_t i = 0; i < 20000; ++i) {  // normal range: relative error at most 2^-11
+    const float v = (uniform01(5, i) - 0.5f) * std::pow(2.0f, float(int(splitmix64(i) % 28) - 13));
+    const float back = half_to_float(float_to_half(v));
+    INFO(v);
+    REQUIRE(std::abs(back - v) <= std::abs(v) * (1.0f / 2048) + 3e-8f);
+  }
+}
+
+TEST_CASE("bf16: float's range, 8 bits of mantissa") {
+  for (float v : {0.0f, 1.0f, -3.0f, 1e30f, 1e-30f})
+    CHECK(std::abs(bf16_to_float(float_to_bf16(v)) - v) <= std::abs(v) / 256);
+  CHECK(bf16_to_float(float_to_bf16(1.0f + 1.0f / 256)) == 1.0f);  // tie goes to even
+  CHECK(std::isnan(bf16_to_float(float_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST_CASE("error feedback: what was sent plus what is carried equals the true gradients") {
+  dist::Comm comm;  // one rank: the allreduce is the identity, so "sent" is what finish() returns
+  const int64_t n = 5000;
+  for (WireType wire : {WireType::fp16, WireType::bf16}) {
+    SyncOptions o;
+    o.wire = wire;
+    o.error_feedback = true;
+    GradientSync sync(comm, n, o);
+    std::vector<double> truth(size_t(n), 0.0), sent(size_t(n), 0.0);
+    for (uint64_t step = 0; step < 5; ++step) {
+      std::vector<float> g(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) g[size_t(i)] = (uniform01(step, uint64_t(i)) - 0.5f) * 1e-3f;
+      for (int64_t i = 0; i < n; ++i) truth[size_t(i)] += g[size_t(i)];
+      sync.finish(g.data());
+      for (int64_t i = 0; i < n; ++i) sent[size_t(i)] += g[size_t(i)];
+      double worst = 0;
+      for (int64_t i = 0; i < n; ++i)
+        worst = std::max(worst, std::abs(sent[size_t(i)] + sync.residual()[size_t(i)] - truth[size_t(i)]));
+      CHECK(worst < 1e-9);  // float rounding of the running sums only; one 16-bit step is ~1e-6
+    }
+  }
+}
