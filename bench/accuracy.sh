@@ -14,6 +14,7 @@ src=$root/../shared/quickdraw
 work=$(mktemp -d /tmp/pitrain-acc-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$build/pitrain" prepare --npy "$src" --classes "$root/datasets/quickdraw15.txt" --out "$work/qd.h5" >/dev/null
+[ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi() { mpirun -q --oversubscribe --bind-to none -np "$@" </dev/null; }
 
 echo "| run | ranks | pitrain val_accuracy | pitrain train s | peer val_accuracy | peer train s |"
