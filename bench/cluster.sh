@@ -20,7 +20,8 @@
 #   --max-seconds S   stop a run after S seconds; its curve so far still counts (default 150)
 #   --no-peer         skip the PyTorch peer
 #   --hostfile FILE   real cluster: no emulation; runs 1 host (the first) and all of them
-#   --mpirun-args S   extra mpirun arguments (e.g. the ring allreduce MCA settings)
+#   --mpirun-args S   extra mpirun arguments (e.g. --tune mpi_hostfiles/slow-links.conf)
+#   --train-args S    extra `pitrain train` arguments (e.g. --sync-every 8 --grad-dtype fp16)
 #   --out DIR         results folder (default bench/results-cluster)
 #   --smoke           2 hosts, one profile, a few steps: checks that everything runs
 set -euo pipefail
@@ -28,7 +29,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
 profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
-use_peer=1 hostfile="" extra="" out=$root/bench/results-cluster smoke=0
+use_peer=1 hostfile="" extra="" train_extra="" out=$root/bench/results-cluster smoke=0
 while [ $# -gt 0 ]; do
   case $1 in
     --profiles) profiles=$2; shift ;;
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
     --no-peer) use_peer=0 ;;
     --hostfile) hostfile=$2; shift ;;
     --mpirun-args) extra=$2; shift ;;
+    --train-args) train_extra=$2; shift ;;
     --out) out=$2; shift ;;
     --smoke) smoke=1 hosts=2 profiles=ethernet models=mlp images=2048 eval_images=1024 use_peer=0 ;;
     *) echo "bench/cluster.sh: unknown option $1 (see the header of this script)" >&2; exit 2 ;;
@@ -146,7 +148,8 @@ run_config() {
     --steps-per-epoch "$steps")
   echo "run: $trainer $model $profile $n host(s): $epochs x $steps steps of $batch a rank" >&2
   if [ "$trainer" = pitrain ]; then
-    launch "$n" "$hf" "$build/pitrain" train "${common[@]}" --log "$work/log.csv" >/dev/null
+    # shellcheck disable=SC2086
+    launch "$n" "$hf" "$build/pitrain" train "${common[@]}" $train_extra --log "$work/log.csv" >/dev/null
   else
     launch "$n" "$hf" /usr/bin/python3 "$peer" "${common[@]}" >/dev/null 2>"$work/peer.log"
   fi

@@ -13,9 +13,10 @@
 namespace pitrain {
 
 struct RunState {
-  int64_t epoch = 0;  // epochs completed
-  int64_t step = 0;   // optimizer steps taken
-  uint64_t seed = 0;  // with epoch and step, the whole RNG state (all draws are counter-based)
+  int64_t epoch = 0;       // epochs completed
+  int64_t step = 0;        // optimizer steps taken
+  int64_t epoch_step = 0;  // steps taken in the unfinished epoch after `epoch` (a stop mid-epoch)
+  uint64_t seed = 0;       // with the above, the whole RNG state (all draws are counter-based)
 };
 
 void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt, const RunState& state,

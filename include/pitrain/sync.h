@@ -37,8 +37,11 @@ class GradientSync {
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
 
-  // Whether step `step` (0-based, global) averages gradients, or is a local SGD step.
+  // Whether step `step` (0-based, global) averages gradients, or is a local SGD step; whether
+  // the parameters are averaged after it; whether it communicates at all.
   bool averages_gradients(int64_t step) const;
+  bool averages_parameters_after(int64_t step) const;
+  bool communicates(int64_t step) const { return averages_gradients(step) || averages_parameters_after(step); }
   // Gradients [lo, hi) are final (backward walks from the last layer): with overlap, start
   // allreducing every full bucket. Call with decreasing ranges, ending at lo = 0.
   void gradients_ready(float* grads, int64_t lo);

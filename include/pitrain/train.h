@@ -32,6 +32,7 @@ struct TrainOptions {
   std::string resume;
   std::string log_csv;
   bool json = false;
+  double stall_timeout = 300;   // seconds a step may take before the job is ended (0: never)
   SyncOptions sync;             // per-step gradient averaging unless told otherwise
 };
 

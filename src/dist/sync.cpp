@@ -142,9 +142,14 @@ void GradientSync::finish(float* grads) {
   started_down_to_ = n_;
 }
 
+bool GradientSync::averages_parameters_after(int64_t step) const {
+  return comm_.size() > 1 && o_.sync_every > 1 && step >= o_.sync_warmup &&
+         (step + 1 - o_.sync_warmup) % o_.sync_every == 0;
+}
+
 bool GradientSync::maybe_average_parameters(float* params, int64_t step, bool force) {
   if (comm_.size() == 1 || o_.sync_every == 1 || step < o_.sync_warmup || step == averaged_after_) return false;
-  if (!force && (step + 1 - o_.sync_warmup) % o_.sync_every != 0) return false;
+  if (!force && !averages_parameters_after(step)) return false;
   comm_.allreduce_mean(params, n_);
   averaged_after_ = step;
   return true;

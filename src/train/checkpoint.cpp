@@ -49,6 +49,7 @@ void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt
     f.set_attr("iterations", double(opt.iterations));
     f.set_attr("epoch", double(state.epoch));
     f.set_attr("step", double(state.step));
+    f.set_attr("epoch_step", double(state.epoch_step));
     f.set_attr("seed", std::to_string(state.seed));  // a string: a double cannot hold every uint64
     f.set_attr("created_by", "pitrain");
     f.flush();
@@ -79,6 +80,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.iterations = int64_t(f.attr_double("iterations"));
   c.state.epoch = int64_t(f.attr_double("epoch"));
   c.state.step = int64_t(f.attr_double("step"));
+  c.state.epoch_step = f.has_attr("epoch_step") ? int64_t(f.attr_double("epoch_step")) : 0;
   c.state.seed = std::stoull(f.attr_string("seed"));
   for (const char* key : {"m", "v", "velocity"})
     if (f.exists(std::string("/optimizer_weights/") + key))

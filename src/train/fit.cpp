@@ -1,5 +1,6 @@
 // The fit loop. Every rank trains on its own slice; gradients meet in one allreduce per step.
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -9,6 +10,7 @@
 
 #include "pitrain/checkpoint.h"
 #include "pitrain/error.h"
+#include "pitrain/guard.h"
 #include "pitrain/image_files.h"
 #include "pitrain/matrix.h"
 #include "pitrain/rng.h"
@@ -33,6 +35,7 @@ void check_options(const TrainOptions& o) {
   need(o.warmup_epochs >= 0, "--warmup-epochs must be 0 or positive");
   need(o.threads >= 0, "--threads must be 0 (automatic) or positive");
   need(o.checkpoint_every > 0, "--checkpoint-every must be a positive number of epochs");
+  need(o.stall_timeout >= 0, "--stall-timeout must be 0 (off) or a positive number of seconds");
 }
 
 // Fails early, before any training, when an output file cannot be written.
@@ -80,6 +83,26 @@ LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const flo
   return st;
 }
 
+namespace {
+
+// Stops the job on a NaN or Inf before it reaches a checkpoint. After a gradient average every
+// rank holds the same gradients and so finds the same layer: rank 0 alone reports it.
+void check_finite(const Model& model, const LossStats& st, bool averaged, int64_t step, int epoch, const TrainOptions& o,
+                  int rank) {
+  const std::string layer = first_non_finite_layer(model);
+  if (layer.empty() && std::isfinite(st.loss_sum)) return;
+  const std::string msg =
+      "step " + std::to_string(step + 1) + " (epoch " + std::to_string(epoch) + "): " +
+      (layer.empty() ? std::string("the loss is not finite") : "the gradients of " + layer + " (the first such layer) hold NaN or Inf") +
+      "; lower --lr or check the data" + (o.checkpoint.empty() ? "" : "; " + o.checkpoint + " still holds the last good state");
+  if (averaged && !layer.empty()) throw JointError(rank == 0 ? msg : "");
+  throw Error(msg);
+}
+
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+}  // namespace
+
 TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
   check_options(o);
   const double wall0 = now();
@@ -103,7 +126,7 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
   const auto& class_names = train.class_names;
   Model model = ckpt ? std::move(ckpt->model) : Model(o.model, int(class_names.size()));
   auto opt = make_optimizer(o.optimizer, model.num_params(), o.momentum);
-  RunState state{0, 0, o.seed};
+  RunState state{0, 0, 0, o.seed};
   if (ckpt) {
     restore_optimizer(*ckpt, *opt, o.resume);
     state = ckpt->state;
@@ -121,7 +144,7 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
         << (threads > 1 ? "s" : "") << ", " << train.total_rows << " train / " << val.total_rows << " val images, "
         << class_names.size() << " classes, model " << model.spec() << " (" << model.num_params()
         << " params), batch " << o.batch_size << " a rank (" << o.batch_size * ranks << " global), " << spe
-        << " steps an epoch" << (ckpt ? ", resumed after epoch " + std::to_string(state.epoch) : "") << "\n"
+        << " steps an epoch" << (ckpt ? ", resumed after step " + std::to_string(state.step) : "") << "\n"
         << std::flush;
 
   std::ofstream csv;
@@ -130,54 +153,74 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
     csv.open(o.log_csv, append ? std::ios::app : std::ios::trunc);
     if (!append) csv << "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds\n";
   }
+  const std::string checkpoint_path = o.checkpoint.empty() ? "pitrain-stopped.h5" : o.checkpoint;
+  auto save = [&](const std::string& path) {
+    run_together(comm, [&] {  // all ranks learn that rank 0's checkpoint is on disk, or why not
+      if (rank == 0) save_checkpoint(path, model, *opt, state, class_names);
+    });
+  };
 
   GradientSync sync(comm, model.num_params(), o.sync);
+  StopSignals signals;
+  StopVote vote(comm);
+  StallWatchdog watchdog(o.stall_timeout, rank);
   model.reserve(o.batch_size);
   std::vector<float> x(size_t(o.batch_size) * kImagePixels);
   std::vector<int32_t> y(static_cast<size_t>(o.batch_size));
   ProgressBar progress(out, rank == 0 && !o.json);
   TrainResult result;
   double train_seconds = 0, train_mpi = 0;
-  int64_t train_bytes = 0;
-  int64_t steps_run = 0;
+  int64_t train_bytes = 0, steps_run = 0;
   for (int epoch = int(state.epoch) + 1; epoch <= o.epochs; ++epoch) {
     const auto order = epoch_order(train.data.size(), spe * o.batch_size, state.seed, rank, epoch);
     progress.start_epoch(epoch, o.epochs, spe);
     double sums[3] = {0, 0, 0};  // loss sum, correct, images: this rank's, reduced at the epoch end
     const double t0 = now(), mpi0 = comm.mpi_seconds();
-    const int64_t bytes0 = comm.bytes_sent();
-    for (int64_t s = 0; s < spe; ++s) {
+    const int64_t bytes0 = comm.bytes_sent(), first_step = std::min(state.epoch_step, spe);
+    for (int64_t s = first_step; s < spe; ++s) {
+      watchdog.beat(state.step);
       make_batch(train.data, &order[size_t(s * o.batch_size)], o.batch_size, x.data(), y.data());
       const Context ctx{true, rng_key(state.seed, 0xd2, uint64_t(rank), uint64_t(state.step))};
       const LossStats st =
           train_step(model, *opt, sync, x.data(), y.data(), o.batch_size, schedule.at(state.step), ctx, state.step);
-      ++state.step;
+      check_finite(model, st, sync.averages_gradients(state.step), state.step, epoch, o, rank);
       sums[0] += st.loss_sum, sums[1] += double(st.correct), sums[2] += o.batch_size;
+      const bool communicated = sync.communicates(state.step);
+      ++state.step, state.epoch_step = s + 1;
       const double elapsed = now() - t0;
       progress.update(s + 1, sums[0] / sums[2], sums[1] / sums[2], elapsed, (comm.mpi_seconds() - mpi0) / elapsed);
+      const int sig = communicated || ranks == 1 ? vote.exchange(signals.requested()) : 0;
+      if (sig) {  // every rank agreed at this same step
+        sync.maybe_average_parameters(model.params().data(), state.step - 1, true);
+        save(checkpoint_path);
+        if (rank == 0)
+          out << "\npitrain: stopped by " << signal_name(sig) << " after step " << state.step << " (epoch " << epoch
+              << ", step " << s + 1 << " of " << spe << "); saved " << checkpoint_path
+              << "; continue with the same command plus --resume " << checkpoint_path << std::endl;
+        throw Stopped{128 + sig};
+      }
     }
+    watchdog.beat(state.step);
     sync.maybe_average_parameters(model.params().data(), state.step - 1, true);  // validate the average
     EpochResult r;
     r.epoch = epoch;
     r.seconds = now() - t0;
     r.mpi_seconds = comm.mpi_seconds() - mpi0;
     r.bytes_sent = comm.bytes_sent() - bytes0;
-    train_seconds += r.seconds, train_mpi += r.mpi_seconds, train_bytes += r.bytes_sent, steps_run += spe;
+    train_seconds += r.seconds, train_mpi += r.mpi_seconds, train_bytes += r.bytes_sent;
+    steps_run += spe - first_step;
     comm.allreduce_sum(sums, 3);
     r.loss = sums[0] / sums[2];
     r.accuracy = sums[1] / sums[2];
     const Evaluation v = evaluate(model, val.data, comm);
     r.val_loss = v.loss, r.val_accuracy = v.accuracy;
-    progress.end_epoch(r, spe);
+    progress.end_epoch(r, spe - first_step);
     result.epochs.push_back(r);
-    state.epoch = epoch;
+    state.epoch = epoch, state.epoch_step = 0;
     if (rank == 0 && csv.is_open())
       csv << epoch << ',' << r.loss << ',' << r.accuracy << ',' << r.val_loss << ',' << r.val_accuracy << ','
           << r.seconds << ',' << r.mpi_seconds << std::endl;
-    if (!o.checkpoint.empty() && (epoch % o.checkpoint_every == 0 || epoch == o.epochs))
-      run_together(comm, [&] {  // all ranks learn that rank 0's checkpoint is on disk, or why not
-        if (rank == 0) save_checkpoint(o.checkpoint, model, *opt, state, class_names);
-      });
+    if (!o.checkpoint.empty() && (epoch % o.checkpoint_every == 0 || epoch == o.epochs)) save(o.checkpoint);
   }
   if (rank == 0 && !o.checkpoint.empty() && !o.json)
     out << "saved " << o.checkpoint << " (epoch " << state.epoch << ", step " << state.step << ")\n";

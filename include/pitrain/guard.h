@@ -1,0 +1,68 @@
+// What keeps a training job from hanging or losing work: a stop request from SIGINT/SIGTERM
+// that every rank agrees on, a stall watchdog, and a check for NaN/Inf gradients.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "pitrain/comm.h"
+#include "pitrain/model.h"
+
+namespace pitrain {
+
+// While alive, SIGINT and SIGTERM only set a flag, so the fit loop can finish its step and
+// write a checkpoint; a second signal ends the process as usual.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  int requested() const;  // 0, SIGINT or SIGTERM
+};
+
+// The ranks agree on stopping at the steps where they communicate anyway: a vote started at
+// one such step is read at the next, so it never waits on the network by itself.
+class StopVote {
+ public:
+  explicit StopVote(dist::Comm& comm) : comm_(comm) {}
+  ~StopVote();
+  // Returns the signal (0 if none) that any rank had at the previous vote; starts the next one.
+  int exchange(int local_signal);
+
+ private:
+  dist::Comm& comm_;
+  int vote_ = 0;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+// Thrown when the job stopped on a signal after writing its checkpoint; main exits with `code`.
+struct Stopped {
+  int code;
+};
+
+// Ends this rank (and so the job) when no step completes within `timeout_seconds`: a rank
+// that died, hung or lost its link would otherwise leave the others waiting in a collective.
+class StallWatchdog {
+ public:
+  StallWatchdog(double timeout_seconds, int rank);
+  ~StallWatchdog();
+  void beat(int64_t step);  // progress: step `step` is starting
+
+ private:
+  void watch();
+  double timeout_;
+  int rank_;
+  std::atomic<int64_t> step_{-1};
+  std::atomic<double> last_beat_;
+  std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// The name of the first layer whose gradients hold NaN or Inf, or "" when all are finite.
+std::string first_non_finite_layer(const Model& model);
+
+}  // namespace pitrain

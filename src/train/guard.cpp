@@ -1,0 +1,106 @@
+#include "pitrain/guard.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+namespace pitrain {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_signal) {  // the second signal: stop now
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+  g_signal = sig;
+}
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_signal = 0;
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+}
+
+StopSignals::~StopSignals() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+int StopSignals::requested() const { return g_signal; }
+
+int StopVote::exchange(int local_signal) {
+  if (comm_.size() == 1) return local_signal;
+  int agreed = 0;
+  if (request_ != MPI_REQUEST_NULL) {
+    std::vector<MPI_Request> pending{request_};
+    comm_.wait_all(pending);
+    request_ = MPI_REQUEST_NULL;
+    agreed = vote_;
+  }
+  vote_ = local_signal;
+  comm_.start_allreduce_sum(&vote_, 1, MPI_INT, MPI_MAX, &request_);
+  return agreed;
+}
+
+StopVote::~StopVote() {
+  if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+}
+
+StallWatchdog::StallWatchdog(double timeout_seconds, int rank)
+    : timeout_(timeout_seconds), rank_(rank), last_beat_(seconds_now()) {
+  if (timeout_ > 0) thread_ = std::thread(&StallWatchdog::watch, this);
+}
+
+StallWatchdog::~StallWatchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void StallWatchdog::beat(int64_t step) {
+  step_ = step;
+  last_beat_ = seconds_now();
+}
+
+void StallWatchdog::watch() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; })) {
+    const double stalled = seconds_now() - last_beat_;
+    if (stalled < timeout_) continue;
+    std::fprintf(stderr,
+                 "pitrain: error (rank %d): step %lld has not completed in %.0f s (--stall-timeout): a rank died, "
+                 "hung or lost its network link; ending the job (resume from the last checkpoint with --resume)\n",
+                 rank_, (long long)step_.load(), stalled);
+    std::fflush(stderr);
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // let the other ranks say the same
+    std::_Exit(1);
+  }
+}
+
+std::string first_non_finite_layer(const Model& model) {
+  const auto& g = model.grads();
+  const auto names = model.layer_names();
+  for (size_t i = 0; i < model.layers().size(); ++i) {
+    const int64_t lo = model.param_offset(i), hi = lo + model.layers()[i]->num_params();
+    for (int64_t k = lo; k < hi; ++k)
+      if (!std::isfinite(g[size_t(k)])) return names[i];
+  }
+  return "";
+}
+
+}  // namespace pitrain

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Failures while running, on real processes under mpirun: SIGTERM mid-epoch (checkpoint, exit
+# 143, resume equals an uninterrupted run), a stalled rank (watchdog), kill -9 of one rank (the
+# job ends; resume on fewer ranks), kill -9 while checkpoints are written (the last one always
+# loads), and NaN (stops, the checkpoint stays as it was). Needs $PITRAIN and h5diff.
+set -u
+PITRAIN=${PITRAIN:?set PITRAIN to the pitrain binary}
+work=$(mktemp -d /tmp/pitrain-fail-XXXXXX)
+trap 'pkill -KILL -f "$work" 2>/dev/null; rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+mpi() { mpirun -q --oversubscribe --bind-to none "$@" </dev/null; }
+ranks_of() { pgrep -f "pitrain train --data $work/d.h5" | grep -v "^$$\$"; }
+
+python3 - "$work" <<'PY'
+import gzip, os, random, struct, sys
+d = sys.argv[1]; random.seed(2)
+for name, n in (("train", 2000), ("t10k", 200)):
+    labels = [random.randrange(3) for _ in range(n)]
+    pix = bytearray()
+    for c in labels:
+        img = [random.randrange(60) for _ in range(784)]
+        for y in range(4 + 7 * c, 11 + 7 * c):
+            for x in range(4, 24):
+                img[y * 28 + x] = 230
+        pix += bytes(img)
+    with open(os.path.join(d, name + "-images-idx3-ubyte"), "wb") as f:
+        f.write(struct.pack(">BBBBIII", 0, 0, 8, 3, n, 28, 28) + pix)
+    with open(os.path.join(d, name + "-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">BBBBI", 0, 0, 8, 1, n) + bytes(labels))
+PY
+"$PITRAIN" prepare --idx "$work" --classes a,b,c --out "$work/d.h5" >/dev/null || { echo "prepare failed"; exit 1; }
+train=(train --data "$work/d.h5" --model mlp --batch-size 16 --threads 1)
+
+# 1. SIGTERM mid-epoch, as Slurm's scancel sends it to every rank.
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch 400 --checkpoint "$work/full.h5" >/dev/null 2>&1 \
+  || { fail "uninterrupted run"; mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 1 --steps-per-epoch 4 2>&1 | tail -5; }
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch 400 --checkpoint "$work/cut.h5" >"$work/cut.out" 2>&1 &
+job=$!
+for _ in $(seq 100); do [ -f "$work/cut.h5" ] && break; sleep 0.1; done  # into epoch 2
+sleep 0.3
+kill -TERM $(ranks_of) 2>/dev/null
+wait $job
+rc=$?
+# mpirun exits 1 whatever its ranks returned; the exit code itself is checked without it below.
+if [ $rc -ne 0 ] && grep -q "stopped by SIGTERM after step" "$work/cut.out" && grep -q -- "--resume $work/cut.h5" "$work/cut.out"; then
+  ok "SIGTERM: $(grep -o 'stopped by SIGTERM after step [0-9]* (epoch [0-9]*, step [0-9]* of 400)' "$work/cut.out")"
+else
+  fail "SIGTERM gave exit $rc"; cat "$work/cut.out"
+fi
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch 400 --checkpoint "$work/cut.h5" --resume "$work/cut.h5" \
+  >/dev/null 2>&1 || fail "resume after SIGTERM"
+h5diff -q "$work/full.h5" "$work/cut.h5" /model_weights && ok "resumed weights equal the uninterrupted run's" \
+  || fail "resumed weights differ from the uninterrupted run's"
+
+"$PITRAIN" "${train[@]}" --epochs 50 >"$work/int.out" 2>&1 &
+job=$!
+sleep 1.5
+kill -INT $job
+wait $job
+rc=$?
+[ $rc -eq 130 ] && grep -q "stopped by SIGINT" "$work/int.out" && [ -f pitrain-stopped.h5 ] \
+  && ok "SIGINT without --checkpoint: exit 130, saved pitrain-stopped.h5" || { fail "SIGINT gave exit $rc"; cat "$work/int.out"; }
+rm -f pitrain-stopped.h5
+
+# 2. A rank that stops responding (SIGSTOP): the others' watchdog ends the job.
+start=$(date +%s)
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 50 --stall-timeout 3 >"$work/stall.out" 2>&1 &
+job=$!
+sleep 2
+kill -STOP "$(ranks_of | tail -n 1)" 2>/dev/null
+wait $job
+rc=$?
+took=$(($(date +%s) - start))
+if [ $rc -ne 0 ] && [ $took -lt 30 ] && grep -q "has not completed in [0-9]* s (--stall-timeout)" "$work/stall.out"; then
+  ok "stalled rank: job ended after ${took}s: $(grep -m1 -o 'step [0-9]* has not completed in [0-9]* s' "$work/stall.out")"
+else
+  fail "stalled rank: exit $rc after ${took}s"; cat "$work/stall.out"
+fi
+pkill -KILL -f "pitrain train --data $work/d.h5" 2>/dev/null
+
+# 3. kill -9 of one rank: the job ends within 30 s; the last checkpoint resumes on fewer ranks.
+start=$(date +%s)
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 200 --steps-per-epoch 20 --checkpoint "$work/k9.h5" >/dev/null 2>&1 &
+job=$!
+for _ in $(seq 100); do [ -f "$work/k9.h5" ] && break; sleep 0.1; done
+kill -KILL "$(ranks_of | tail -n 1)" 2>/dev/null
+wait $job
+rc=$?
+took=$(($(date +%s) - start))
+[ $rc -ne 0 ] && [ $took -lt 30 ] && ok "kill -9 of a rank ended the job in ${took}s" || fail "kill -9: exit $rc after ${took}s"
+mpi -np 1 "$PITRAIN" "${train[@]}" --epochs 200 --steps-per-epoch 20 --checkpoint "$work/k9.h5" --resume "$work/k9.h5" \
+  --json >"$work/k9.out" 2>&1 && grep -q '"ranks": 1' "$work/k9.out" && ok "resumed on 1 rank" || { fail "resume on fewer ranks"; cat "$work/k9.out"; }
+
+# 4. kill -9 at random moments while a checkpoint is written every step: the file always loads.
+bad=0
+for i in $(seq 12); do
+  "$PITRAIN" "${train[@]}" --epochs 100000 --steps-per-epoch 1 --checkpoint "$work/often.h5" >/dev/null 2>&1 &
+  pid=$!
+  sleep "0.$((RANDOM % 9 + 1))"
+  kill -KILL $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  if [ -f "$work/often.h5" ] && ! "$PITRAIN" evaluate --model "$work/often.h5" --data "$work/d.h5" >/dev/null 2>&1; then
+    bad=$((bad + 1))
+  fi
+done
+[ -f "$work/often.h5" ] && [ $bad -eq 0 ] && ok "12 kills while checkpointing: the checkpoint always loaded" \
+  || fail "$bad of 12 kills left a checkpoint that does not load"
+
+# 5. NaN: a huge learning rate stops the run, naming the step and layer; the checkpoint is kept.
+cp "$work/full.h5" "$work/nan.h5"
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 5 --steps-per-epoch 400 --lr 1e30 --resume "$work/nan.h5" \
+  --checkpoint "$work/nan.h5" >"$work/nan.out" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && [ "$(grep -c 'pitrain: error' "$work/nan.out")" -eq 1 ] \
+  && grep -qE "step [0-9]+ \(epoch 4\): the gradients of dense(_1)? \(the first such layer\) hold NaN or Inf" "$work/nan.out" \
+  && h5diff -q "$work/full.h5" "$work/nan.h5"; then
+  ok "NaN: $(grep 'pitrain: error' "$work/nan.out" | cut -c1-110)..."
+else
+  fail "NaN: exit $rc"; cat "$work/nan.out"
+fi
+
+echo "failures: $failures failure(s)"
+[ "$failures" -eq 0 ]
