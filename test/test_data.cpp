@@ -6,6 +6,7 @@
 #include <set>
 
 #include "helpers.h"
+#include "pitrain/checkpoint.h"
 #include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/h5.h"
@@ -230,4 +231,29 @@ TEST_CASE("load_rank_slice reads exactly its rows and validates the file") {
   }
   require_error([&] { load_rank_slice(dir / "shape.h5", "train", 0, 1); }, "/train/images has shape (2,27,28), expected (N,28,28)");
   require_error([&] { load_rank_slice(dir / "shape.h5", "val", 0, 1); }, "dataset /val/images is missing");
+}
+
+TEST_CASE("inputs the fuzzers found (test/fuzz/regressions) give errors, not crashes") {
+  const char* source = std::getenv("PITRAIN_SOURCE");
+  REQUIRE(source);
+  int replayed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(source) + "/test/fuzz/regressions")) {
+    const std::string path = entry.path().string();
+    const auto bytes = read_file_maybe_gzip(path);
+    INFO(path);
+    if (entry.path().filename().string().rfind("checkpoint-", 0) == 0) {
+      CHECK_THROWS_AS(load_checkpoint(path), Error);
+    } else {
+      try {
+        parse_npy_images(path, bytes);
+      } catch (const Error&) {
+      }
+      try {
+        parse_idx_images(path, bytes);
+      } catch (const Error&) {
+      }
+    }
+    ++replayed;
+  }
+  CHECK(replayed > 0);
 }

@@ -20,9 +20,12 @@ struct ImageArray {
 ImageArray read_npy_images(const std::string& path);
 ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>& bytes);
 
-// IDX files, gzip-compressed or plain: images (N,28,28) ubyte, labels (N,) ubyte.
+// IDX files, gzip-compressed or plain: images (N,28,28) ubyte, labels (N,) ubyte. The parse_*
+// forms take the decompressed bytes (`name` is only for messages).
 ImageArray read_idx_images(const std::string& path);
 std::vector<uint8_t> read_idx_labels(const std::string& path);
+ImageArray parse_idx_images(const std::string& name, const std::vector<uint8_t>& bytes);
+std::vector<uint8_t> parse_idx_labels(const std::string& name, const std::vector<uint8_t>& bytes);
 
 // The whole file, decompressed if it is gzip (zlib reads plain files as they are).
 std::vector<uint8_t> read_file_maybe_gzip(const std::string& path);

@@ -31,31 +31,33 @@ struct IdxArray {
   std::vector<uint8_t> data;
 };
 
-IdxArray read_idx(const std::string& path) {
-  const auto b = read_file_maybe_gzip(path);
+IdxArray parse_idx(const std::string& path, const std::vector<uint8_t>& b) {
   if (b.size() < 4 || b[0] != 0 || b[1] != 0) throw Error(path + ": not an IDX file (bad magic)");
   if (b[2] != 0x08) throw Error(path + ": IDX data type 0x" + std::to_string(b[2]) + ", expected 0x08 (unsigned byte)");
   const size_t nd = b[3];
   if (b.size() < 4 + 4 * nd) throw Error(path + ": truncated IDX header");
   IdxArray a;
+  const size_t have = b.size() - 4 - 4 * nd;
   size_t count = 1;
   for (size_t i = 0; i < nd; ++i) {
     const uint8_t* p = &b[4 + 4 * i];
     a.dims.push_back((int64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);
-    count *= size_t(a.dims.back());
+    // Compared as we go, so that a lying header cannot overflow the product.
+    count = a.dims.back() == 0 ? 0 : count * size_t(a.dims.back());
+    if (count > have)
+      throw Error(path + ": IDX header declares more data than the file's " + std::to_string(have) + " bytes (truncated)");
   }
-  const size_t have = b.size() - 4 - 4 * nd;
   if (have != count)
     throw Error(path + ": IDX header declares " + std::to_string(count) + " bytes of data but the file holds " +
-                std::to_string(have) + (have < count ? " (truncated)" : ""));
+                std::to_string(have));
   a.data.assign(b.begin() + 4 + 4 * nd, b.end());
   return a;
 }
 
 }  // namespace
 
-ImageArray read_idx_images(const std::string& path) {
-  auto a = read_idx(path);
+ImageArray parse_idx_images(const std::string& path, const std::vector<uint8_t>& bytes) {
+  auto a = parse_idx(path, bytes);
   if (a.dims.size() != 3 || a.dims[1] != kImageSide || a.dims[2] != kImageSide)
     throw Error(path + ": IDX images have " + std::to_string(a.dims.size()) + " dimensions" +
                 (a.dims.size() == 3 ? " of (N," + std::to_string(a.dims[1]) + "," + std::to_string(a.dims[2]) + ")" : "") +
@@ -63,10 +65,14 @@ ImageArray read_idx_images(const std::string& path) {
   return {std::move(a.data), a.dims[0]};
 }
 
-std::vector<uint8_t> read_idx_labels(const std::string& path) {
-  auto a = read_idx(path);
+std::vector<uint8_t> parse_idx_labels(const std::string& path, const std::vector<uint8_t>& bytes) {
+  auto a = parse_idx(path, bytes);
   if (a.dims.size() != 1) throw Error(path + ": IDX labels must be one-dimensional (N,)");
   return std::move(a.data);
 }
+
+ImageArray read_idx_images(const std::string& path) { return parse_idx_images(path, read_file_maybe_gzip(path)); }
+
+std::vector<uint8_t> read_idx_labels(const std::string& path) { return parse_idx_labels(path, read_file_maybe_gzip(path)); }
 
 }  // namespace pitrain

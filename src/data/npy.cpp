@@ -15,11 +15,12 @@ std::string dict_value(const std::string& header, const std::string& key) {
   return m[1].str();
 }
 
+// The numbers of a shape tuple; one too large for any real file counts as -1 (rejected later).
 std::vector<int64_t> parse_shape(const std::string& tuple) {
   std::vector<int64_t> dims;
   std::regex num("\\d+");
   for (auto it = std::sregex_iterator(tuple.begin(), tuple.end(), num); it != std::sregex_iterator(); ++it)
-    dims.push_back(std::stoll(it->str()));
+    dims.push_back(it->length() > 12 ? -1 : std::stoll(it->str()));
   return dims;
 }
 
@@ -49,15 +50,15 @@ ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>&
   if (dict_value(header, "fortran_order") != "False") fail("Fortran order, expected C order (fortran_order False)");
   const std::string shape_text = dict_value(header, "shape");
   const auto shape = parse_shape(shape_text);
-  const bool flat = shape.size() == 2 && shape[1] == kImagePixels;
-  const bool square = shape.size() == 3 && shape[1] == kImageSide && shape[2] == kImageSide;
+  const bool flat = shape.size() == 2 && shape[0] >= 0 && shape[1] == kImagePixels;
+  const bool square = shape.size() == 3 && shape[0] >= 0 && shape[1] == kImageSide && shape[2] == kImageSide;
   if (!flat && !square)
     fail("shape " + (shape_text.empty() ? std::string("missing") : shape_text) +
          ", expected (N, 784) or (N, 28, 28) (rows of 28x28 images)");
   ImageArray out;
   out.rows = shape[0];
-  const size_t data_bytes = size_t(out.rows) * kImagePixels;
-  const size_t have = b.size() - offset - header_len;
+  const uint64_t data_bytes = uint64_t(out.rows) * kImagePixels;  // 64-bit also on 32-bit Pis
+  const uint64_t have = b.size() - offset - header_len;
   if (have < data_bytes)
     fail("truncated data: header says " + std::to_string(out.rows) + " images (" + std::to_string(data_bytes) +
          " bytes) but the file holds " + std::to_string(have));

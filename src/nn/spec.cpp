@@ -144,6 +144,8 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
                      std::to_string(classes) + " (one per class; end with dense(classes,softmax))");
   int64_t total = 0;
   for (auto& l : layers_) offsets_.push_back(total), total += l->num_params();
+  if (total > (int64_t(1) << 30))
+    throw UsageError("model spec: " + std::to_string(total) + " parameters is more than this tool is meant for (2^30)");
   params_.assign(size_t(total), 0.0f);
   grads_.assign(size_t(total), 0.0f);
   for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
