@@ -32,6 +32,7 @@ struct TrainOptions {
   std::string resume;
   std::string log_csv;
   bool json = false;
+  int expect_ranks = 0;         // fail fast unless started as this many ranks (0: any)
   double stall_timeout = 300;   // seconds a step may take before the job is ended (0: never)
   SyncOptions sync;             // per-step gradient averaging unless told otherwise
 };

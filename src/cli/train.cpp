@@ -25,6 +25,7 @@ int train(int argc, char** argv, dist::Comm& comm) {
     ("checkpoint-every", "Epochs between checkpoints (and always at the end)", cxxopts::value(o.checkpoint_every)->default_value("1"))
     ("resume", "Continue from this checkpoint (any number of ranks)", cxxopts::value(o.resume))
     ("log", "CSV file, one row an epoch", cxxopts::value(o.log_csv))
+    ("expect-ranks", "Fail at once unless started as this many ranks", cxxopts::value(o.expect_ranks)->default_value("0"))
     ("stall-timeout", "End the job when a step takes longer than this many seconds (0: never)",
      cxxopts::value(o.stall_timeout)->default_value("300"))
     ("json", "End with one JSON line of figures instead of the progress output", cxxopts::value(o.json))

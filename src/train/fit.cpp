@@ -105,6 +105,10 @@ const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; 
 
 TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
   check_options(o);
+  if (o.expect_ranks > 0 && comm.size() != o.expect_ranks)
+    throw UsageError("started as " + std::to_string(comm.size()) + " rank(s), but --expect-ranks " +
+                     std::to_string(o.expect_ranks) + ": the launcher did not connect the processes (with srun, "
+                     "add --mpi=pmix; with mpirun, give -np " + std::to_string(o.expect_ranks) + ")");
   const double wall0 = now();
   const int rank = comm.rank(), ranks = comm.size();
   const int threads = o.threads ? o.threads
