@@ -12,6 +12,7 @@
 #include "pitrain/dataset.h"
 #include "pitrain/image_files.h"
 #include "pitrain/rng.h"
+#include "pitrain/train.h"
 
 namespace pitrain::test {
 
@@ -87,6 +88,17 @@ inline void write_synthetic_dataset(const std::string& path, int64_t train, int6
     write_dataset(path, synthetic_split(train, classes, 1), synthetic_split(val, classes, 2), class_names(classes),
                   {{"source", "synthetic test data"}});
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Options for a short single-threaded run on `data`.
+inline TrainOptions short_run(const std::string& data, const std::string& model, int epochs, int batch) {
+  TrainOptions o;
+  o.data = data;
+  o.model = model;
+  o.epochs = epochs;
+  o.batch_size = batch;
+  o.threads = 1;
+  return o;
 }
 
 }  // namespace pitrain::test

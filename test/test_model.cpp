@@ -60,12 +60,8 @@ TEST_CASE("adam follows Keras' update") {
 TEST_CASE("a small training run lowers the loss and is deterministic for a seed") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 400, 100, 5);
-  TrainOptions o;
-  o.data = dir / "d.h5";
-  o.model = "conv2d(8,3,relu) maxpool2d flatten dropout(0.2) dense(classes,softmax)";
-  o.epochs = 3;
-  o.batch_size = 16;
-  o.threads = 1;
+  TrainOptions o =
+      test::short_run(dir / "d.h5", "conv2d(8,3,relu) maxpool2d flatten dropout(0.2) dense(classes,softmax)", 3, 16);
   std::ostringstream out;
   dist::Comm comm;
   const auto a = fit(o, comm, out);
@@ -81,12 +77,8 @@ TEST_CASE("a small training run lowers the loss and is deterministic for a seed"
 TEST_CASE("checkpoints: Keras names and shapes, exact round trip, resume equals uninterrupted") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 200, 50, 4);
-  TrainOptions o;
-  o.data = dir / "d.h5";
-  o.epochs = 3;
-  o.batch_size = 8;
+  TrainOptions o = test::short_run(dir / "d.h5", "cnn", 3, 8);
   o.steps_per_epoch = 5;
-  o.threads = 1;
   o.checkpoint = dir / "full.h5";
   std::ostringstream out;
   dist::Comm comm;
