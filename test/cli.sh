@@ -120,6 +120,21 @@ expect_error "bogus" "$PITRAIN" train --bogus
 expect_error "unknown command 'fit'" "$PITRAIN" fit
 expect_error "cannot write there" "$PITRAIN" train --data "$work/d.h5" --checkpoint /nonexistent/dir/m.h5
 expect_error "not a pitrain checkpoint" "$PITRAIN" evaluate --model "$work/d.h5" --data "$work/d.h5"
+head -c 3000 "$work/d.h5" >"$work/cut.h5"
+expect_error "cut.h5: cannot open as HDF5 (damaged or truncated?)" mpi -np 2 "$PITRAIN" train --data "$work/cut.h5"
+head -c 20000 "$work/m.h5" >"$work/cutm.h5"
+expect_error "cutm.h5: cannot open as HDF5 (damaged or truncated?)" "$PITRAIN" evaluate --model "$work/cutm.h5" --data "$work/d.h5"
+mkdir -p "$work/three"
+python3 - "$work" <<'PY'
+import struct, sys
+d = sys.argv[1]
+for name, n in (("train", 30), ("t10k", 0)):
+    open(f"{d}/three/{name}-images-idx3-ubyte", "wb").write(struct.pack(">BBBBIII", 0, 0, 8, 3, n, 28, 28) + bytes(784 * n))
+    open(f"{d}/three/{name}-labels-idx1-ubyte", "wb").write(struct.pack(">BBBBI", 0, 0, 8, 1, n) + bytes([0, 1, 2] * (n // 3)))
+PY
+"$PITRAIN" prepare --idx "$work/three" --classes a,b,c --out "$work/three.h5" >/dev/null
+expect_error "the val split is empty" mpi -np 2 "$PITRAIN" train --data "$work/three.h5"
+expect_error "class_names differ from the checkpoint's" "$PITRAIN" evaluate --model "$work/m.h5" --data "$work/three.h5" --split train
 expect_error "no train-images-idx3-ubyte" "$PITRAIN" prepare --idx /nonexistent --out "$work/x.h5"
 expect_error "image is 2x1, expected 28x28" sh -c "printf 'P2 2 1 255 0 0' >'$work/small.pgm'; '$PITRAIN' predict --model '$work/m.h5' '$work/small.pgm'"
 

@@ -36,6 +36,9 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
                 std::to_string(idims[0]) + ",) to match " + images);
   if (f.type_class(labels) != H5T_INTEGER) throw Error(path + ": dataset " + labels + " must hold integers");
   s.total_rows = int64_t(idims[0]);
+  if (s.total_rows == 0)
+    throw Error(path + ": the " + split + " split is empty; prepare the file again with more data" +
+                (split == "val" ? " or a --val-fraction above 0" : ""));
   if (s.total_rows < size)
     throw Error(path + ": " + split + " split has " + std::to_string(s.total_rows) + " rows, fewer than the " +
                 std::to_string(size) + " ranks; use fewer ranks or more data");
