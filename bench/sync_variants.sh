@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # What makes four emulated hosts beat one: pitrain's cluster benchmark (bench/cluster.sh) on the
 # wlan and ethernet profiles, once per way of synchronising, each against one host. Root only.
-# usage: bench/sync_variants.sh [OUT_DIR]   (about 20 minutes; prints one Markdown table)
+# usage: bench/sync_variants.sh [OUT_DIR]   (about 15 minutes; prints one Markdown table)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/bench/results-sync}
 tune="--tune $root/mpi_hostfiles/slow-links.conf"
+# Open MPI's defaults are bench/cluster.sh's own baseline (bench/RESULTS.md).
 variants=(
-  "default|cnn||"
   "ring, no put|cnn|$tune|"
   "ring, no put, bf16 + error feedback|cnn|$tune|--grad-dtype bf16 --error-feedback"
   "ring, no put, bf16, local SGD K=8|cnn|$tune|--grad-dtype bf16 --error-feedback --sync-every 8"
@@ -19,7 +19,7 @@ for v in "${variants[@]}"; do
   IFS='|' read -r name model mpirun_args train_args <<<"$v"
   i=$((i + 1))
   echo "variant $i: $name ($model)" >&2
-  bash "$root/bench/cluster.sh" --no-peer --models "$model" --profiles wlan,ethernet --out "$out/v$i" \
+  bash "$root/bench/cluster.sh" --no-peer --models "$model" --profiles wlan,ethernet --out "$out/v$i" --max-seconds 100 \
     --mpirun-args "$mpirun_args" --train-args "$train_args" >/dev/null
   sed -n '/^| pitrain/p' "$out/v$i/cluster.md" | sed "s/^| pitrain |/| $name |/" >>"$out/rows.md"
 done
