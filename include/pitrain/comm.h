@@ -22,7 +22,7 @@ class Comm {
   void start_allreduce_sum(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request);
   void progress(std::vector<MPI_Request>& requests);  // lets pending collectives move on
   void wait_all(std::vector<MPI_Request>& requests);
-  double max(double value);
+  void wait(MPI_Request& request);
   // The lowest rank whose `ok` is false, or size() when all are fine; the same on every rank.
   // Lets all ranks leave together when one failed, before any waits in a training collective.
   int first_failed(bool ok);

@@ -70,9 +70,10 @@ void Comm::wait_all(std::vector<MPI_Request>& requests) {
   mpi_seconds_ += MPI_Wtime() - t0;
 }
 
-double Comm::max(double value) {
-  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, comm_);
-  return value;
+void Comm::wait(MPI_Request& request) {
+  const double t0 = MPI_Wtime();
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  mpi_seconds_ += MPI_Wtime() - t0;
 }
 
 int Comm::first_failed(bool ok) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -44,9 +45,7 @@ int StopVote::exchange(int local_signal) {
   if (comm_.size() == 1) return local_signal;
   int agreed = 0;
   if (request_ != MPI_REQUEST_NULL) {
-    std::vector<MPI_Request> pending{request_};
-    comm_.wait_all(pending);
-    request_ = MPI_REQUEST_NULL;
+    comm_.wait(request_);
     agreed = vote_;
   }
   vote_ = local_signal;
@@ -94,13 +93,12 @@ void StallWatchdog::watch() {
 
 std::string first_non_finite_layer(const Model& model) {
   const auto& g = model.grads();
-  const auto names = model.layer_names();
-  for (size_t i = 0; i < model.layers().size(); ++i) {
-    const int64_t lo = model.param_offset(i), hi = lo + model.layers()[i]->num_params();
-    for (int64_t k = lo; k < hi; ++k)
-      if (!std::isfinite(g[size_t(k)])) return names[i];
-  }
-  return "";
+  const auto bad = std::find_if(g.begin(), g.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == g.end()) return "";  // the every-step case: one pass, nothing allocated
+  const int64_t at = bad - g.begin();
+  size_t layer = 0;
+  while (layer + 1 < model.layers().size() && model.param_offset(layer + 1) <= at) ++layer;
+  return model.layer_names()[layer];
 }
 
 }  // namespace pitrain
