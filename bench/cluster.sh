@@ -119,7 +119,9 @@ emulated_hostfile() {  # emulated_hostfile N
 launch() {
   local n=$1 hf=$2
   shift 2
-  local args=(-np "$n" --hostfile "$hf" --map-by node --bind-to none --mca mpi_yield_when_idle 1)
+  # One thread a rank: OpenBLAS' idle workers would otherwise spin inside the host's CPU quota.
+  local args=(-np "$n" --hostfile "$hf" --map-by node --bind-to none --mca mpi_yield_when_idle 1
+    -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
   if [ -z "$hostfile" ]; then
     args+=(--mca plm_rsh_agent "$root/bench/netns_rsh.sh" --mca plm_rsh_no_tree_spawn 1 --mca btl tcp,self
       --mca btl_tcp_if_include "$subnet/24" --mca oob_tcp_if_include "$subnet/24"
