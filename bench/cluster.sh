@@ -29,7 +29,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
 profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
-use_peer=1 hostfile="" extra="" train_extra="" out=$root/bench/results-cluster smoke=0
+use_peer=1 hostfile="" extra="" train_extra="" out=$root/bench/results-cluster
 while [ $# -gt 0 ]; do
   case $1 in
     --profiles) profiles=$2; shift ;;
@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
     --mpirun-args) extra=$2; shift ;;
     --train-args) train_extra=$2; shift ;;
     --out) out=$2; shift ;;
-    --smoke) smoke=1 hosts=2 profiles=ethernet models=mlp images=2048 eval_images=1024 use_peer=0 ;;
+    --smoke) hosts=2 profiles=ethernet models=mlp images=2048 eval_images=1024 use_peer=0 ;;
     *) echo "bench/cluster.sh: unknown option $1 (see the header of this script)" >&2; exit 2 ;;
   esac
   shift
@@ -136,7 +136,7 @@ launch() {
 
 csv=$out/cluster.csv
 echo "trainer,model,profile,hosts,epoch,train_seconds,val_accuracy,mpi_seconds" >"$csv"
-summary=$work/summary.jsonl
+summary=$work/summary.jsonl  # copied into --out at the end, for bench/cluster_report.py
 : >"$summary"
 
 # run_config TRAINER MODEL PROFILE N HOSTFILE: appends the curve to the CSV, a summary line.
@@ -220,53 +220,6 @@ for profile in ${profiles//,/ }; do
 done
 
 # --- table and plot ---------------------------------------------------------------------------
-python3 - "$csv" "$summary" "$target" "$cpu" >"$out/cluster.md" <<'PY'
-import csv, json, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-summary = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
-target = float(sys.argv[3])
-def curve(s):
-    return [r for r in rows if (r["trainer"], r["model"], r["profile"], int(r["hosts"])) ==
-            (s["trainer"], s["model"], s["profile"], s["hosts"])]
-def to_target(c):
-    return next((float(r["train_seconds"]) for r in c if float(r["val_accuracy"]) >= target), None)
-print(f"target validation accuracy {target}; {sys.argv[4]} core a host; times are training seconds "
-      "(validation excluded); no latency added to the links")
-print()
-print("| trainer | model | link | hosts | time to target s | vs 1 host | ms/step | images/s | MPI share | final val acc |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for s in summary:
-    c = curve(s)
-    t = to_target(c)
-    one = next((x for x in summary if (x["trainer"], x["model"], x["profile"], x["hosts"]) ==
-                (s["trainer"], s["model"], s["profile"], 1)), None)
-    t1 = to_target(curve(one)) if one else None
-    ratio = f"{t / t1:.2f}x" if t is not None and t1 else "-"
-    share = f"{100 * s['mpi_share']:.0f}%" if s["mpi_share"] is not None else "-"
-    print(f"| {s['trainer']} | {s['model']} | {s['profile']} | {s['hosts']} | "
-          f"{f'{t:.0f}' if t is not None else 'not reached'} | {ratio} | {s['ms_per_step']:.1f} | "
-          f"{s['images_per_second']:.0f} | {share} | {float(c[-1]['val_accuracy']) if c else float('nan'):.4f} |")
-PY
-if command -v gnuplot >/dev/null && [ "$smoke" = 0 ]; then
-  python3 - "$csv" "$work" <<'PY' >"$work/plot.gp"
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-keys = sorted({(r["model"], r["profile"], r["hosts"], r["trainer"]) for r in rows})
-plots = []
-for i, k in enumerate(keys):
-    name = f"{sys.argv[2]}/curve{i}.dat"
-    with open(name, "w") as f:
-        for r in rows:
-            if (r["model"], r["profile"], r["hosts"], r["trainer"]) == k:
-                f.write(f"{r['train_seconds']} {r['val_accuracy']}\n")
-    dash = 1 if k[3] == "pitrain" else 2
-    plots.append(f"'{name}' using 1:2 with linespoints dt {dash} title '{k[3]} {k[0]} {k[1]} {k[2]} host(s)'")
-print("set terminal pngcairo size 1200,800 font ',10'")
-print(f"set output '{sys.argv[1].rsplit('/', 1)[0]}/cluster.png'")
-print("set xlabel 'training seconds'; set ylabel 'validation accuracy'; set key right bottom; set grid")
-print("set logscale x")
-print("plot " + ", ".join(plots))
-PY
-  gnuplot "$work/plot.gp"
-fi
+cp "$summary" "$out/summary.jsonl"
+python3 "$root/bench/cluster_report.py" "$out" "$target" "$cpu"
 cat "$out/cluster.md"
