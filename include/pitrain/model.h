@@ -40,7 +40,6 @@ class Model {
 
   void init_params(uint64_t seed);  // Keras defaults: glorot_uniform kernels, zero biases
   void reserve(int batch);          // the only place activations are allocated
-  int batch_capacity() const { return batch_; }
 
   // x: (n, 28, 28, 1) floats in [0, 1]; returns the logits (n, classes).
   const float* forward(const float* x, int n, const Context& ctx);
