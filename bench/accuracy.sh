@@ -27,7 +27,8 @@ run() {  # run LABEL RANKS ARGS...: both trainers, one row
   python3 -c '
 import json, sys
 o, p = json.loads(sys.argv[3]), json.loads(sys.argv[4])
-print(f"| {sys.argv[1]} | {sys.argv[2]} | {o[\"val_accuracy\"]:.4f} | {o[\"train_seconds\"]:.0f} | {p[\"val_accuracy\"]:.4f} | {p[\"train_seconds\"]:.0f} |")
+a, b, c, d = o["val_accuracy"], o["train_seconds"], p["val_accuracy"], p["train_seconds"]
+print(f"| {sys.argv[1]} | {sys.argv[2]} | {a:.4f} | {b:.0f} | {c:.4f} | {d:.0f} |")
 ' "$label" "$ranks" "$ours" "$peer_out"
 }
 run "cnn, batch 16, 32 x 256 steps" 1 --model cnn --batch-size 16 --epochs 32 --steps-per-epoch 256
