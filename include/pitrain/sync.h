@@ -14,6 +14,7 @@ namespace pitrain {
 
 enum class WireType { fp32, fp16, bf16 };
 WireType parse_wire_type(const std::string& name);  // "fp32", "fp16", "bf16"; UsageError otherwise
+std::string wire_type_name(WireType wire);
 
 // IEEE binary16 and bfloat16, round to nearest even; overflow goes to infinity.
 uint16_t float_to_half(float f);

@@ -15,6 +15,10 @@ WireType parse_wire_type(const std::string& name) {
   throw UsageError("--grad-dtype " + name + ": use fp32, fp16 or bf16");
 }
 
+std::string wire_type_name(WireType wire) {
+  return wire == WireType::fp32 ? "fp32" : wire == WireType::fp16 ? "fp16" : "bf16";
+}
+
 namespace {
 
 uint32_t bits_of(float f) {

@@ -64,26 +64,9 @@ std::string json_line(const TrainOptions& o, const dist::Comm& comm, const Model
          std::to_string(bytes / steps) + ", \"wall_seconds\": " + num(wall_s) +
          ", \"epochs\": " + std::to_string(last.epoch) + ", \"model\": \"" + model.spec() + "\", \"optimizer\": \"" +
          o.optimizer + "\", \"lr\": " + num(o.lr) + ", \"gemm\": \"" + gemm_backend() + "\", \"sync_every\": " + std::to_string(o.sync.sync_every) +
-         ", \"grad_dtype\": \"" + (o.sync.wire == WireType::fp32 ? "fp32" : o.sync.wire == WireType::fp16 ? "fp16" : "bf16") +
+         ", \"grad_dtype\": \"" + wire_type_name(o.sync.wire) +
          "\", \"overlap\": " + (o.sync.overlap ? "true" : "false") + "}";
 }
-
-}  // namespace
-
-LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const float* x, const int32_t* y, int n,
-                     float lr, const Context& ctx, int64_t step) {
-  float* grads = model.grads().data();
-  const bool average = sync.averages_gradients(step);
-  const LossStats st =
-      model.forward_backward(x, y, n, ctx, average ? [&](int64_t lo) { sync.gradients_ready(grads, lo); }
-                                                   : Model::GradientsReady());
-  if (average) sync.finish(grads);
-  opt.step(model.params().data(), grads, model.num_params(), lr);
-  sync.maybe_average_parameters(model.params().data(), step, false);
-  return st;
-}
-
-namespace {
 
 // Stops the job on a NaN or Inf before it reaches a checkpoint. After a gradient average every
 // rank holds the same gradients and so finds the same layer: rank 0 alone reports it.
@@ -102,6 +85,20 @@ void check_finite(const Model& model, const LossStats& st, bool averaged, int64_
 const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
 
 }  // namespace
+
+LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const float* x, const int32_t* y, int n,
+                     float lr, const Context& ctx, int64_t step) {
+  float* grads = model.grads().data();
+  const bool average = sync.averages_gradients(step);
+  const LossStats st =
+      model.forward_backward(x, y, n, ctx, average ? [&](int64_t lo) { sync.gradients_ready(grads, lo); }
+                                                   : Model::GradientsReady());
+  if (average) sync.finish(grads);
+  opt.step(model.params().data(), grads, model.num_params(), lr);
+  sync.maybe_average_parameters(model.params().data(), step, false);
+  return st;
+}
+
 
 TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
   check_options(o);
