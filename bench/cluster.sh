@@ -9,6 +9,7 @@
 # quota per host, Open MPI launched into the namespaces through bench/netns_rsh.sh. No latency
 # is added (netem is not available): links are ~10 us one way, not a Pi's 0.1-5 ms.
 #
+# Needs (Debian): iproute2, gnuplot-nox for the plot, python3-torch python3-h5py for the peer.
 # usage: bench/cluster.sh [options]
 #   --profiles LIST   wlan (20 Mbit/s), ethernet (100), gigabit (1000), or RATEmbit; default all three
 #   --hosts N         hosts of the multi-host runs (default 4)
