@@ -3,6 +3,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,10 +28,14 @@ class Comm {
   // Lets all ranks leave together when one failed, before any waits in a training collective.
   int first_failed(bool ok);
   double mpi_seconds() const { return mpi_seconds_; }
+  bool in_mpi() const { return in_mpi_; }  // inside a call of this class (read by the watchdog)
+  MPI_Comm raw() const { return comm_; }
   int64_t bytes_sent() const { return bytes_sent_; }  // payload handed to collectives by this rank
 
  private:
+  class InMpi;
   MPI_Comm comm_;
+  std::atomic<bool> in_mpi_{false};
   int rank_ = 0, size_ = 1;
   double mpi_seconds_ = 0;
   int64_t bytes_sent_ = 0;

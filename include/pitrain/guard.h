@@ -44,16 +44,20 @@ struct Stopped {
 
 // Ends this rank (and so the job) when no step completes within `timeout_seconds`: a rank
 // that died, hung or lost its link would otherwise leave the others waiting in a collective.
+// Where MPI allows calls from several threads, the ranks that time out while waiting in MPI
+// tell rank 0, which names the ranks that had not arrived. Collective: every rank makes one.
 class StallWatchdog {
  public:
-  StallWatchdog(double timeout_seconds, int rank);
+  StallWatchdog(double timeout_seconds, const dist::Comm& comm);
   ~StallWatchdog();
   void beat(int64_t step);  // progress: step `step` is starting
 
  private:
   void watch();
+  void report_to_rank0(int64_t step);
   double timeout_;
-  int rank_;
+  const dist::Comm& comm_;
+  MPI_Comm reports_ = MPI_COMM_NULL;  // a duplicate, so reports never match training messages
   std::atomic<int64_t> step_{-1};
   std::atomic<double> last_beat_;
   std::mutex mutex_;

@@ -43,7 +43,8 @@ int dispatch(int argc, char** argv, pitrain::dist::Comm& comm) {
 // Every rank can fail alone: an error that only this rank saw ends the whole job (MPI_Abort)
 // with its message, instead of leaving the other ranks waiting in a collective.
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int threads = 0;  // MULTIPLE lets the stall watchdog's thread report to rank 0
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
   pitrain::dist::Comm comm;
   const std::string who = comm.size() > 1 ? " (rank " + std::to_string(comm.rank()) + ")" : "";
   int code = 0;

@@ -14,66 +14,74 @@ void in_chunks(int64_t n, Op op) {
 
 }  // namespace
 
+// Times an MPI call into mpi_seconds_ and marks this rank as waiting in MPI meanwhile (for the
+// stall watchdog's report).
+class Comm::InMpi {
+ public:
+  explicit InMpi(Comm& c) : c_(c), t0_(MPI_Wtime()) { c_.in_mpi_ = true; }
+  ~InMpi() {
+    c_.mpi_seconds_ += MPI_Wtime() - t0_;
+    c_.in_mpi_ = false;
+  }
+
+ private:
+  Comm& c_;
+  double t0_;
+};
+
 Comm::Comm(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
 }
 
 void Comm::broadcast(float* data, int64_t n, int root) {
-  const double t0 = MPI_Wtime();
+  InMpi timed(*this);
   in_chunks(n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, comm_); });
-  mpi_seconds_ += MPI_Wtime() - t0;
 }
 
 void Comm::allreduce_mean(float* data, int64_t n) {
   if (size_ == 1) return;
-  const double t0 = MPI_Wtime();
+  InMpi timed(*this);
   in_chunks(n, [&](int64_t off, int count) {
     MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_FLOAT, MPI_SUM, comm_);
   });
   const float inv = 1.0f / float(size_);
   for (int64_t i = 0; i < n; ++i) data[i] *= inv;
-  mpi_seconds_ += MPI_Wtime() - t0;
   bytes_sent_ += n * int64_t(sizeof(float));
 }
 
 void Comm::allreduce_sum(double* data, int64_t n) {
   if (size_ == 1) return;
-  const double t0 = MPI_Wtime();
+  InMpi timed(*this);
   in_chunks(n, [&](int64_t off, int count) {
     MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, comm_);
   });
-  mpi_seconds_ += MPI_Wtime() - t0;
   bytes_sent_ += n * int64_t(sizeof(double));
 }
 
 void Comm::start_allreduce_sum(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request) {
-  const double t0 = MPI_Wtime();
+  InMpi timed(*this);
   MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, comm_, request);
   int size = 0;
   MPI_Type_size(type, &size);
   bytes_sent_ += int64_t(count) * size;
-  mpi_seconds_ += MPI_Wtime() - t0;
 }
 
 void Comm::progress(std::vector<MPI_Request>& requests) {
   if (requests.empty()) return;
-  const double t0 = MPI_Wtime();
+  InMpi timed(*this);
   int done = 0;
   MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
-  mpi_seconds_ += MPI_Wtime() - t0;
 }
 
 void Comm::wait_all(std::vector<MPI_Request>& requests) {
-  const double t0 = MPI_Wtime();
+  InMpi timed(*this);
   MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-  mpi_seconds_ += MPI_Wtime() - t0;
 }
 
 void Comm::wait(MPI_Request& request) {
-  const double t0 = MPI_Wtime();
+  InMpi timed(*this);
   MPI_Wait(&request, MPI_STATUS_IGNORE);
-  mpi_seconds_ += MPI_Wtime() - t0;
 }
 
 int Comm::first_failed(bool ok) {

@@ -164,7 +164,7 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
   GradientSync sync(comm, model.num_params(), o.sync);
   StopSignals signals;
   StopVote vote(comm);
-  StallWatchdog watchdog(o.stall_timeout, rank);
+  StallWatchdog watchdog(o.stall_timeout, comm);
   model.reserve(o.batch_size);
   std::vector<float> x(size_t(o.batch_size) * kImagePixels);
   std::vector<int32_t> y(static_cast<size_t>(o.batch_size));

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 namespace pitrain {
 namespace {
@@ -57,8 +58,11 @@ StopVote::~StopVote() {
   if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
 }
 
-StallWatchdog::StallWatchdog(double timeout_seconds, int rank)
-    : timeout_(timeout_seconds), rank_(rank), last_beat_(seconds_now()) {
+StallWatchdog::StallWatchdog(double timeout_seconds, const dist::Comm& comm)
+    : timeout_(timeout_seconds), comm_(comm), last_beat_(seconds_now()) {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  if (timeout_ > 0 && level == MPI_THREAD_MULTIPLE && comm.size() > 1) MPI_Comm_dup(comm.raw(), &reports_);
   if (timeout_ > 0) thread_ = std::thread(&StallWatchdog::watch, this);
 }
 
@@ -69,6 +73,7 @@ StallWatchdog::~StallWatchdog() {
   }
   stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (reports_ != MPI_COMM_NULL) MPI_Comm_free(&reports_);
 }
 
 void StallWatchdog::beat(int64_t step) {
@@ -84,11 +89,47 @@ void StallWatchdog::watch() {
     std::fprintf(stderr,
                  "pitrain: error (rank %d): step %lld has not completed in %.0f s (--stall-timeout): a rank died, "
                  "hung or lost its network link; ending the job (resume from the last checkpoint with --resume)\n",
-                 rank_, (long long)step_.load(), stalled);
+                 comm_.rank(), (long long)step_.load(), stalled);
     std::fflush(stderr);
+    if (reports_ != MPI_COMM_NULL) report_to_rank0(step_.load());
     std::this_thread::sleep_for(std::chrono::seconds(2));  // let the other ranks say the same
     std::_Exit(1);
   }
+}
+
+// Each stalled rank that is waiting in MPI sends its step to rank 0; rank 0 collects for a few
+// seconds and names the ranks that sent nothing (dead, stopped or cut off) or were computing.
+void StallWatchdog::report_to_rank0(int64_t step) {
+  const double deadline = seconds_now() + 4;
+  int64_t mine[2] = {step, comm_.in_mpi() ? 1 : 0};
+  if (comm_.rank() != 0) {
+    MPI_Request request;
+    MPI_Isend(mine, 2, MPI_INT64_T, 0, 0, reports_, &request);
+    for (int done = 0; !done && seconds_now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(20)))
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    return;
+  }
+  std::vector<char> waiting(size_t(comm_.size()), 0);
+  waiting[0] = char(mine[1]);
+  for (int heard = 1; heard < comm_.size() && seconds_now() < deadline;) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, 0, reports_, &flag, &status);
+    if (!flag) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    int64_t theirs[2];
+    MPI_Recv(theirs, 2, MPI_INT64_T, status.MPI_SOURCE, 0, reports_, MPI_STATUS_IGNORE);
+    waiting[size_t(status.MPI_SOURCE)] = char(theirs[1]);
+    ++heard;
+  }
+  std::string missing;
+  for (int r = 0; r < comm_.size(); ++r)
+    if (!waiting[size_t(r)]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+  std::fprintf(stderr, "pitrain: error: step %lld stalled; ranks that had not arrived: %s (the others waited for them)\n",
+               (long long)step, missing.empty() ? "none found" : missing.c_str());
+  std::fflush(stderr);
 }
 
 std::string first_non_finite_layer(const Model& model) {
