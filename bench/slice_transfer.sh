@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Should rank 0 read the dataset and send every rank its slice? This measures the cost: the time
+# to move one rank's slice between two emulated hosts (network namespaces, tc tbf both ways, TCP
+# reno), per link rate. Root only.
+# usage: sudo bench/slice_transfer.sh [BYTES] [RATES_MBIT...]
+#   default: 9,200,000 bytes (a quarter of the Quick Draw subsets' 36.7 MB), 20 100 1000
+set -euo pipefail
+bytes=${1:-9200000}
+shift || true
+rates=("${@:-20 100 1000}")
+a=ptx$$a b=ptx$$b
+cleanup() { ip netns del "$a" 2>/dev/null || true; ip netns del "$b" 2>/dev/null || true; }
+trap cleanup EXIT
+for rate in ${rates[@]}; do
+  cleanup
+  ip netns add "$a"
+  ip netns add "$b"
+  ip link add va netns "$a" type veth peer name vb netns "$b"
+  ip -n "$a" addr add 10.99.0.1/24 dev va
+  ip -n "$b" addr add 10.99.0.2/24 dev vb
+  burst=$((rate * 125))  # 1 ms of traffic, at least two frames
+  [ "$burst" -ge 3028 ] || burst=3028
+  for ns in "$a" "$b"; do
+    dev=$([ "$ns" = "$a" ] && echo va || echo vb)
+    ip -n "$ns" link set "$dev" up
+    tc -n "$ns" qdisc add dev "$dev" root tbf rate "${rate}mbit" burst "$burst" latency 100ms
+    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control=reno
+  done
+  ip netns exec "$b" python3 -c '
+import socket
+s = socket.socket(); s.bind(("10.99.0.2", 5001)); s.listen(1)
+c, _ = s.accept()
+while c.recv(1 << 16): pass
+c.sendall(b"k")' &
+  sleep 0.5
+  ip netns exec "$a" python3 -c '
+import socket, sys, time
+n, rate = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("10.99.0.2", 5001)); t = time.time()
+s.sendall(bytes(n)); s.shutdown(socket.SHUT_WR); s.recv(1)
+print(f"{rate} Mbit/s: {n / 1e6:.1f} MB in {time.time() - t:.2f} s")' "$bytes" "$rate"
+  wait
+done
