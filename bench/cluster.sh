@@ -51,6 +51,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# shellcheck source=bench/netns_link.sh
+. "$root/bench/netns_link.sh"
 mkdir -p "$out"
 work=$(mktemp -d /tmp/pitrain-cluster-XXXXXX)
 export PITRAIN_CLUSTER=${PITRAIN_CLUSTER:-ptc$$}  # names of this run's namespaces and cgroups
@@ -82,9 +84,7 @@ rate_of() {
 
 # make_cluster N MBIT: hosts h1..hN at $net.11.., a head namespace at $net.2 that runs mpirun.
 make_cluster() {
-  local n=$1 mbit=$2 burst br=$PITRAIN_CLUSTER-br
-  burst=$((mbit * 1000000 / 8 / 1000))  # 1 ms of traffic, at least two frames
-  [ "$burst" -ge 3028 ] || burst=3028
+  local n=$1 mbit=$2 br=$PITRAIN_CLUSTER-br
   ip netns add "$br"
   namespaces+=("$br")
   ip -n "$br" link add br0 type bridge
@@ -99,11 +99,11 @@ make_cluster() {
     ip -n "$ns" addr add "$addr/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
-    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control=reno
+    use_reno "$ns"
     [ "$i" = head ] && continue
     # The host's link, both directions: its own egress and its switch port's.
-    tc -n "$ns" qdisc add dev eth0 root tbf rate "${mbit}mbit" burst "$burst" latency 100ms
-    tc -n "$br" qdisc add dev "p$i" root tbf rate "${mbit}mbit" burst "$burst" latency 100ms
+    shape_egress "$ns" eth0 "$mbit"
+    shape_egress "$br" "p$i" "$mbit"
     local cg=/sys/fs/cgroup/cpu/$ns
     mkdir -p "$cg"
     echo 10000 >"$cg/cpu.cfs_period_us"  # 10 ms: a 100 ms period stalls spinning MPI ranks

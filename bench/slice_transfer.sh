@@ -8,6 +8,8 @@ set -euo pipefail
 bytes=${1:-9200000}
 shift || true
 rates=("${@:-20 100 1000}")
+# shellcheck source=bench/netns_link.sh
+. "$(dirname "$0")/netns_link.sh"
 a=ptx$$a b=ptx$$b
 cleanup() { ip netns del "$a" 2>/dev/null || true; ip netns del "$b" 2>/dev/null || true; }
 trap cleanup EXIT
@@ -18,13 +20,11 @@ for rate in ${rates[@]}; do
   ip link add va netns "$a" type veth peer name vb netns "$b"
   ip -n "$a" addr add 10.99.0.1/24 dev va
   ip -n "$b" addr add 10.99.0.2/24 dev vb
-  burst=$((rate * 125))  # 1 ms of traffic, at least two frames
-  [ "$burst" -ge 3028 ] || burst=3028
   for ns in "$a" "$b"; do
     dev=$([ "$ns" = "$a" ] && echo va || echo vb)
     ip -n "$ns" link set "$dev" up
-    tc -n "$ns" qdisc add dev "$dev" root tbf rate "${rate}mbit" burst "$burst" latency 100ms
-    ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control=reno
+    shape_egress "$ns" "$dev" "$rate"
+    use_reno "$ns"
   done
   ip netns exec "$b" python3 -c '
 import socket

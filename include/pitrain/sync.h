@@ -64,7 +64,8 @@ class GradientSync {
   std::vector<uint16_t> wire_;       // 16-bit copies of the gradients, reduced in place
   std::vector<float> residual_;      // error feedback: what rounding dropped last step
   std::vector<MPI_Request> requests_;
-  std::vector<std::pair<int64_t, int64_t>> buckets_;
+  uint16_t (*narrow_)(float) = nullptr;  // the 16-bit format's conversions, chosen once
+  float (*widen_)(uint16_t) = nullptr;
   MPI_Op sum_op_ = MPI_OP_NULL;
 };
 

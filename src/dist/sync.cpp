@@ -87,9 +87,11 @@ GradientSync::GradientSync(dist::Comm& comm, int64_t n_params, const SyncOptions
   if (o_.wire != WireType::fp32) {
     wire_.resize(size_t(n_));
     if (o_.error_feedback) residual_.assign(size_t(n_), 0.0f);
-    MPI_Op_create(o_.wire == WireType::fp16 ? &sum_16bit<half_to_float, float_to_half>
-                                            : &sum_16bit<bf16_to_float, float_to_bf16>,
-                  1, &sum_op_);
+    const bool half = o_.wire == WireType::fp16;
+    narrow_ = half ? float_to_half : float_to_bf16;
+    widen_ = half ? half_to_float : bf16_to_float;
+    MPI_Op_create(half ? &sum_16bit<half_to_float, float_to_half> : &sum_16bit<bf16_to_float, float_to_bf16>, 1,
+                  &sum_op_);
   }
 }
 
@@ -110,16 +112,14 @@ void GradientSync::start_bucket(float* grads, int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) grads[i] *= inv;
     comm_.start_allreduce_sum(grads + lo, count, MPI_FLOAT, MPI_SUM, &req);
   } else {
-    const bool half = o_.wire == WireType::fp16;
     for (int64_t i = lo; i < hi; ++i) {
       const float want = grads[i] * inv + (residual_.empty() ? 0.0f : residual_[size_t(i)]);
-      wire_[size_t(i)] = half ? float_to_half(want) : float_to_bf16(want);
-      if (!residual_.empty()) residual_[size_t(i)] = want - (half ? half_to_float(wire_[size_t(i)]) : bf16_to_float(wire_[size_t(i)]));
+      wire_[size_t(i)] = narrow_(want);
+      if (!residual_.empty()) residual_[size_t(i)] = want - widen_(wire_[size_t(i)]);
     }
     comm_.start_allreduce_sum(wire_.data() + lo, count, MPI_UINT16_T, sum_op_, &req);
   }
   requests_.push_back(req);
-  buckets_.push_back({lo, hi});
 }
 
 void GradientSync::gradients_ready(float* grads, int64_t lo) {
@@ -135,14 +135,9 @@ void GradientSync::gradients_ready(float* grads, int64_t lo) {
 void GradientSync::finish(float* grads) {
   if (started_down_to_ > 0) start_bucket(grads, 0, started_down_to_);
   comm_.wait_all(requests_);
-  if (o_.wire != WireType::fp32) {
-    const bool half = o_.wire == WireType::fp16;
-    for (auto [lo, hi] : buckets_)
-      for (int64_t i = lo; i < hi; ++i)
-        grads[i] = half ? half_to_float(wire_[size_t(i)]) : bf16_to_float(wire_[size_t(i)]);
-  }
+  if (o_.wire != WireType::fp32)  // the buckets always end up covering [0, n)
+    for (int64_t i = 0; i < n_; ++i) grads[i] = widen_(wire_[size_t(i)]);
   requests_.clear();
-  buckets_.clear();
   started_down_to_ = n_;
 }
 
