@@ -41,7 +41,7 @@ TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") 
   Model distributed(spec, classes), reference(spec, classes);
   distributed.init_params(3), reference.init_params(3);
   Adam opt_d(distributed.num_params()), opt_r(reference.num_params());
-  GradientSync sync(comm, distributed.num_params(), {});
+  GradientSync sync(comm, distributed.params().data(), distributed.num_params(), {});
   std::vector<float> x(size_t(P * b) * kImagePixels);
   std::vector<int64_t> idx(size_t(P * b));
   std::vector<int32_t> y(size_t(P * b));
@@ -126,6 +126,12 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   CHECK(local.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(local.params != base.params);
 
+  o.sync.overlap = true;  // each average applied one round late
+  const auto late = fit(o, comm, out);
+  CHECK(same_on_every_rank(late.params));
+  CHECK(late.epochs.back().val_accuracy > 0.9);
+  if (comm.size() > 1) CHECK(late.params != local.params);
+
   o.sync = SyncOptions{};
   o.sync.wire = WireType::fp16;
   o.sync.error_feedback = true;
@@ -142,4 +148,43 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   for (size_t i = 0; i < base.params.size(); ++i)
     worst = std::max(worst, double(std::abs(overlapped.params[i] - base.params[i])));
   CHECK(worst < 1e-4);  // the same sums, possibly added in another order
+}
+
+TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one round late") {
+  dist::Comm comm;
+  const int64_t n = 6;
+  const std::vector<float> start = {1, -2, 0.5f, 3, 0, -1};
+  // The update a rank makes at a step (exact in binary, so the averages below are exact).
+  auto update = [&](int rank, int step, int64_t i) { return 0.125f * float((rank + 1) * (step + 1)) + 0.25f * float(i); };
+  auto mean_update = [&](int step, int64_t i) {
+    float s = 0;
+    for (int r = 0; r < comm.size(); ++r) s += update(r, step, i);
+    return s / float(comm.size());
+  };
+  for (bool overlap : {false, true}) {
+    SyncOptions o;
+    o.sync_every = 2;
+    o.overlap = overlap;
+    std::vector<float> p = start;
+    GradientSync sync(comm, p.data(), n, o);
+    for (int step = 0; step < 4; ++step) {
+      for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
+      sync.maybe_average_parameters(p.data(), step, false);
+      if (step == 1 && !overlap) {  // averaged at once
+        for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == start[size_t(i)] + mean_update(0, i) + mean_update(1, i));
+      }
+      if (step == 3 && overlap) {  // the round of steps 0-1 arrived; steps 2-3 stay this rank's own
+        for (int64_t i = 0; i < n; ++i)
+          CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i) +
+                                       update(comm.rank(), 2, i) + update(comm.rank(), 3, i)));
+      }
+    }
+    sync.maybe_average_parameters(p.data(), 3, true);  // the epoch end: every rank the same
+    for (int64_t i = 0; i < n; ++i) {
+      float want = start[size_t(i)];
+      for (int step = 0; step < 4; ++step) want += mean_update(step, i);
+      CHECK(p[size_t(i)] == Approx(want));
+    }
+    CHECK(same_on_every_rank(p));
+  }
 }

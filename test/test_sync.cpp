@@ -40,7 +40,8 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
     SyncOptions o;
     o.wire = wire;
     o.error_feedback = true;
-    GradientSync sync(comm, n, o);
+    const std::vector<float> params(size_t(n), 0.0f);
+    GradientSync sync(comm, params.data(), n, o);
     std::vector<double> truth(size_t(n), 0.0), sent(size_t(n), 0.0);
     for (uint64_t step = 0; step < 5; ++step) {
       std::vector<float> g(static_cast<size_t>(n));

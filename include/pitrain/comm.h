@@ -16,11 +16,12 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
   void broadcast(float* data, int64_t n, int root = 0);
-  void allreduce_mean(float* data, int64_t n);  // in place: the sum over ranks divided by size
   void allreduce_sum(double* data, int64_t n);  // in place
-  // Non-blocking, in place: count elements of `type` combined with `op`. Counted in bytes_sent
-  // and, with progress() and wait_all(), in mpi_seconds.
-  void start_allreduce_sum(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request);
+  // Non-blocking: recv = every rank's send combined with `op` (send may be MPI_IN_PLACE). Large
+  // buffers should not be in place: Open MPI's libnbc then sends them through a binomial tree
+  // rooted at rank 0 instead of reduce-scatter + allgather. Counted in bytes_sent and, with
+  // progress() and wait_all(), in mpi_seconds.
+  void start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request);
   void progress(std::vector<MPI_Request>& requests);  // lets pending collectives move on
   void wait_all(std::vector<MPI_Request>& requests);
   void wait(MPI_Request& request);

@@ -39,17 +39,6 @@ void Comm::broadcast(float* data, int64_t n, int root) {
   in_chunks(n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, comm_); });
 }
 
-void Comm::allreduce_mean(float* data, int64_t n) {
-  if (size_ == 1) return;
-  InMpi timed(*this);
-  in_chunks(n, [&](int64_t off, int count) {
-    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_FLOAT, MPI_SUM, comm_);
-  });
-  const float inv = 1.0f / float(size_);
-  for (int64_t i = 0; i < n; ++i) data[i] *= inv;
-  bytes_sent_ += n * int64_t(sizeof(float));
-}
-
 void Comm::allreduce_sum(double* data, int64_t n) {
   if (size_ == 1) return;
   InMpi timed(*this);
@@ -59,9 +48,10 @@ void Comm::allreduce_sum(double* data, int64_t n) {
   bytes_sent_ += n * int64_t(sizeof(double));
 }
 
-void Comm::start_allreduce_sum(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request) {
+void Comm::start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                           MPI_Request* request) {
   InMpi timed(*this);
-  MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, comm_, request);
+  MPI_Iallreduce(send, recv, count, type, op, comm_, request);
   int size = 0;
   MPI_Type_size(type, &size);
   bytes_sent_ += int64_t(count) * size;

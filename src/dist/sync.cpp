@@ -79,13 +79,16 @@ void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
 
 }  // namespace
 
-GradientSync::GradientSync(dist::Comm& comm, int64_t n_params, const SyncOptions& opts)
+GradientSync::GradientSync(dist::Comm& comm, const float* params, int64_t n_params, const SyncOptions& opts)
     : comm_(comm), n_(n_params), o_(opts), started_down_to_(n_params) {
   if (o_.sync_every < 1) throw UsageError("--sync-every must be a positive number of steps");
   if (o_.sync_warmup < 0) throw UsageError("--sync-warmup must be 0 or positive");
   if (o_.bucket_bytes <= 0) throw UsageError("--bucket-kb must be positive");
-  if (o_.wire != WireType::fp32) {
-    wire_.resize(size_t(n_));
+  sums_.resize(size_t(n_));
+  if (o_.wire == WireType::fp32) {
+    out32_.resize(size_t(n_));
+  } else {
+    out16_.resize(size_t(n_)), in16_.resize(size_t(n_));
     if (o_.error_feedback) residual_.assign(size_t(n_), 0.0f);
     const bool half = o_.wire == WireType::fp16;
     narrow_ = half ? float_to_half : float_to_bf16;
@@ -93,9 +96,11 @@ GradientSync::GradientSync(dist::Comm& comm, int64_t n_params, const SyncOptions
     MPI_Op_create(half ? &sum_16bit<half_to_float, float_to_half> : &sum_16bit<bf16_to_float, float_to_bf16>, 1,
                   &sum_op_);
   }
+  if (o_.sync_every > 1) anchor_.assign(params, params + n_), delta_.resize(size_t(n_));
 }
 
 GradientSync::~GradientSync() {
+  if (!requests_.empty()) MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
   if (sum_op_ != MPI_OP_NULL) MPI_Op_free(&sum_op_);
 }
 
@@ -103,23 +108,35 @@ bool GradientSync::averages_gradients(int64_t step) const {
   return comm_.size() > 1 && (o_.sync_every == 1 || step < o_.sync_warmup);
 }
 
+bool GradientSync::averages_parameters_after(int64_t step) const {
+  return comm_.size() > 1 && o_.sync_every > 1 && step >= o_.sync_warmup &&
+         (step + 1 - o_.sync_warmup) % o_.sync_every == 0;
+}
+
 // Divides before summing, so a 16-bit sum of P ranks cannot overflow where one rank's would not.
-void GradientSync::start_bucket(float* grads, int64_t lo, int64_t hi) {
+void GradientSync::start_sum(const float* values, int64_t lo, int64_t hi) {
   const float inv = 1.0f / float(comm_.size());
   const int count = int(hi - lo);
   MPI_Request req;
   if (o_.wire == WireType::fp32) {
-    for (int64_t i = lo; i < hi; ++i) grads[i] *= inv;
-    comm_.start_allreduce_sum(grads + lo, count, MPI_FLOAT, MPI_SUM, &req);
+    for (int64_t i = lo; i < hi; ++i) out32_[size_t(i)] = values[i] * inv;
+    comm_.start_allreduce(out32_.data() + lo, sums_.data() + lo, count, MPI_FLOAT, MPI_SUM, &req);
   } else {
     for (int64_t i = lo; i < hi; ++i) {
-      const float want = grads[i] * inv + (residual_.empty() ? 0.0f : residual_[size_t(i)]);
-      wire_[size_t(i)] = narrow_(want);
-      if (!residual_.empty()) residual_[size_t(i)] = want - widen_(wire_[size_t(i)]);
+      const float want = values[i] * inv + (residual_.empty() ? 0.0f : residual_[size_t(i)]);
+      out16_[size_t(i)] = narrow_(want);
+      if (!residual_.empty()) residual_[size_t(i)] = want - widen_(out16_[size_t(i)]);
     }
-    comm_.start_allreduce_sum(wire_.data() + lo, count, MPI_UINT16_T, sum_op_, &req);
+    comm_.start_allreduce(out16_.data() + lo, in16_.data() + lo, count, MPI_UINT16_T, sum_op_, &req);
   }
   requests_.push_back(req);
+}
+
+void GradientSync::wait_sums() {
+  comm_.wait_all(requests_);
+  requests_.clear();
+  if (o_.wire != WireType::fp32)  // every sum started covers [0, n)
+    for (int64_t i = 0; i < n_; ++i) sums_[size_t(i)] = widen_(in16_[size_t(i)]);
 }
 
 void GradientSync::gradients_ready(float* grads, int64_t lo) {
@@ -127,31 +144,53 @@ void GradientSync::gradients_ready(float* grads, int64_t lo) {
   while (started_down_to_ - lo >= o_.bucket_bytes / 4) {
     const int64_t hi = started_down_to_;
     started_down_to_ = hi - o_.bucket_bytes / 4;
-    start_bucket(grads, started_down_to_, hi);
+    start_sum(grads, started_down_to_, hi);
   }
-  comm_.progress(requests_);
+  progress();
 }
 
 void GradientSync::finish(float* grads) {
-  if (started_down_to_ > 0) start_bucket(grads, 0, started_down_to_);
-  comm_.wait_all(requests_);
-  if (o_.wire != WireType::fp32)  // the buckets always end up covering [0, n)
-    for (int64_t i = 0; i < n_; ++i) grads[i] = widen_(wire_[size_t(i)]);
-  requests_.clear();
+  if (started_down_to_ > 0) start_sum(grads, 0, started_down_to_);
+  wait_sums();
+  std::copy(sums_.begin(), sums_.end(), grads);
   started_down_to_ = n_;
 }
 
-bool GradientSync::averages_parameters_after(int64_t step) const {
-  return comm_.size() > 1 && o_.sync_every > 1 && step >= o_.sync_warmup &&
-         (step + 1 - o_.sync_warmup) % o_.sync_every == 0;
+void GradientSync::start_round(const float* params, int64_t step) {
+  for (int64_t i = 0; i < n_; ++i) delta_[size_t(i)] = params[i] - anchor_[size_t(i)];
+  start_sum(delta_.data(), 0, n_);
+  round_step_ = step;
 }
 
-bool GradientSync::maybe_average_parameters(float* params, int64_t step, bool force) {
-  if (comm_.size() == 1 || o_.sync_every == 1 || step < o_.sync_warmup || step == averaged_after_) return false;
-  if (!force && !averages_parameters_after(step)) return false;
-  comm_.allreduce_mean(params, n_);
-  averaged_after_ = step;
-  return true;
+// New anchor = old anchor + the mean of what was sent. A rank that took steps since the round
+// started keeps them on top of the new anchor; one that did not takes the anchor itself, so that
+// all such ranks hold the same bits.
+void GradientSync::finish_round(float* params, int64_t step) {
+  if (round_step_ < 0) return;
+  wait_sums();
+  const bool moved = step != round_step_;
+  for (int64_t i = 0; i < n_; ++i) {
+    const size_t k = size_t(i);
+    anchor_[k] += sums_[k];
+    params[i] = moved ? params[i] + sums_[k] - delta_[k] : anchor_[k];
+  }
+  round_step_ = -1;
+}
+
+void GradientSync::maybe_average_parameters(float* params, int64_t step, bool force) {
+  if (comm_.size() == 1 || o_.sync_every == 1) return;
+  if (averages_gradients(step)) {  // warm-up: after a synchronous step all ranks are equal
+    std::copy(params, params + n_, anchor_.begin());
+    return;
+  }
+  if (step != averaged_after_ && (force || averages_parameters_after(step))) {
+    finish_round(params, step);
+    start_round(params, step);
+    averaged_after_ = step;
+    if (!o_.overlap) finish_round(params, step);
+  }
+  if (force) finish_round(params, step);
+  progress();
 }
 
 }  // namespace pitrain

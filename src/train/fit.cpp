@@ -90,9 +90,10 @@ LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const flo
                      float lr, const Context& ctx, int64_t step) {
   float* grads = model.grads().data();
   const bool average = sync.averages_gradients(step);
-  const LossStats st =
-      model.forward_backward(x, y, n, ctx, average ? [&](int64_t lo) { sync.gradients_ready(grads, lo); }
-                                                   : Model::GradientsReady());
+  const LossStats st = model.forward_backward(x, y, n, ctx, [&](int64_t lo) {
+    if (average) sync.gradients_ready(grads, lo);
+    else sync.progress();  // a local SGD round in flight
+  });
   if (average) sync.finish(grads);
   opt.step(model.params().data(), grads, model.num_params(), lr);
   sync.maybe_average_parameters(model.params().data(), step, false);
@@ -161,7 +162,7 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
     });
   };
 
-  GradientSync sync(comm, model.num_params(), o.sync);
+  GradientSync sync(comm, model.params().data(), model.num_params(), o.sync);
   StopSignals signals;
   StopVote vote(comm);
   StallWatchdog watchdog(o.stall_timeout, comm);

@@ -50,7 +50,7 @@ int StopVote::exchange(int local_signal) {
     agreed = vote_;
   }
   vote_ = local_signal;
-  comm_.start_allreduce_sum(&vote_, 1, MPI_INT, MPI_MAX, &request_);
+  comm_.start_allreduce(MPI_IN_PLACE, &vote_, 1, MPI_INT, MPI_MAX, &request_);
   return agreed;
 }
 
