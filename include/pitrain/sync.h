@@ -45,6 +45,7 @@ class GradientSync {
   // the parameters are averaged after it; whether it communicates at all.
   bool averages_gradients(int64_t step) const;
   bool averages_parameters_after(int64_t step) const;
+  int ranks() const { return comm_.size(); }
   bool communicates(int64_t step) const { return averages_gradients(step) || averages_parameters_after(step); }
   // Gradients [lo, hi) are final (backward walks from the last layer): with overlap, start
   // allreducing every full bucket. Call with decreasing ranges, ending at lo = 0.

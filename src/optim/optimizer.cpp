@@ -9,24 +9,42 @@ namespace pitrain {
 Adam::Adam(int64_t n, float beta1, float beta2, float epsilon)
     : beta1_(beta1), beta2_(beta2), epsilon_(epsilon), m_(size_t(n), 0.0f), v_(size_t(n), 0.0f) {}
 
-void Adam::step(float* __restrict p, const float* __restrict g, int64_t n, float lr) {
-  ++iterations;
-  const double t = double(iterations);
-  // Bias correction folded into the step size, as Keras and TensorFlow's Adam do.
-  const float lr_t = float(lr * std::sqrt(1.0 - std::pow(double(beta2_), t)) / (1.0 - std::pow(double(beta1_), t)));
-  float* __restrict m = m_.data();
-  float* __restrict v = v_.data();
-  const float b1 = beta1_, b2 = beta2_, eps = epsilon_;
+namespace {
+
+// One Adam update; Local: v is fed the second moment of a `local_of`-rank average (see Adam).
+template <bool Local>
+void adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
+                 float lr_t, float b1, float b2, float eps, float inv_ranks, float m_correction) {
   for (int64_t i = 0; i < n; ++i) {
     m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-    v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+    float g2 = g[i] * g[i];
+    if constexpr (Local) {
+      const float mean = m[i] * m_correction;
+      g2 = g2 * inv_ranks + (1.0f - inv_ranks) * mean * mean;
+    }
+    v[i] = b2 * v[i] + (1.0f - b2) * g2;
     p[i] -= lr_t * m[i] / (std::sqrt(v[i]) + eps);
   }
 }
 
+}  // namespace
+
+void Adam::step(float* p, const float* g, int64_t n, float lr, int local_of) {
+  ++iterations;
+  const double t = double(iterations);
+  const double m_correction = 1.0 / (1.0 - std::pow(double(beta1_), t));
+  // Bias correction folded into the step size, as Keras and TensorFlow's Adam do.
+  const float lr_t = float(lr * std::sqrt(1.0 - std::pow(double(beta2_), t)) / (1.0 - std::pow(double(beta1_), t)));
+  if (local_of > 1)
+    adam_update<true>(p, g, m_.data(), v_.data(), n, lr_t, beta1_, beta2_, epsilon_, 1.0f / float(local_of),
+                      float(m_correction));
+  else
+    adam_update<false>(p, g, m_.data(), v_.data(), n, lr_t, beta1_, beta2_, epsilon_, 1.0f, 1.0f);
+}
+
 Sgd::Sgd(int64_t n, float momentum) : momentum_(momentum), velocity_(size_t(n), 0.0f) {}
 
-void Sgd::step(float* __restrict p, const float* __restrict g, int64_t n, float lr) {
+void Sgd::step(float* __restrict p, const float* __restrict g, int64_t n, float lr, int) {
   ++iterations;
   float* __restrict v = velocity_.data();
   for (int64_t i = 0; i < n; ++i) {

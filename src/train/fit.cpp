@@ -95,7 +95,7 @@ LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const flo
     else sync.progress();  // a local SGD round in flight
   });
   if (average) sync.finish(grads);
-  opt.step(model.params().data(), grads, model.num_params(), lr);
+  opt.step(model.params().data(), grads, model.num_params(), lr, average ? 1 : sync.ranks());
   sync.maybe_average_parameters(model.params().data(), step, false);
   return st;
 }
