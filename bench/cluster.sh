@@ -19,6 +19,7 @@
 #   --images N        training images per run (default 96000)
 #   --eval-images N   images between validations (default 9600)
 #   --max-seconds S   stop a run after S seconds; its curve so far still counts (default 150)
+#   --repeat R        run every configuration R times, alternating; the table gives medians (default 1)
 #   --no-peer         skip the PyTorch peer
 #   --hostfile FILE   real cluster: no emulation; runs 1 host (the first) and all of them
 #   --mpirun-args S   extra mpirun arguments (e.g. --tune mpi_hostfiles/slow-links.conf)
@@ -30,7 +31,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
 profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
-use_peer=1 hostfile="" extra="" train_extra="" out=$root/bench/results-cluster
+use_peer=1 hostfile="" extra="" train_extra="" out=$root/bench/results-cluster repeat=1
 while [ $# -gt 0 ]; do
   case $1 in
     --profiles) profiles=$2; shift ;;
@@ -41,6 +42,7 @@ while [ $# -gt 0 ]; do
     --images) images=$2; shift ;;
     --eval-images) eval_images=$2; shift ;;
     --max-seconds) max_seconds=$2; shift ;;
+    --repeat) repeat=$2; shift ;;
     --no-peer) use_peer=0 ;;
     --hostfile) hostfile=$2; shift ;;
     --mpirun-args) extra=$2; shift ;;
@@ -136,29 +138,29 @@ launch() {
 }
 
 csv=$out/cluster.csv
-echo "trainer,model,profile,hosts,epoch,train_seconds,val_accuracy,mpi_seconds" >"$csv"
+echo "trainer,model,profile,hosts,run,epoch,train_seconds,val_accuracy,mpi_seconds" >"$csv"
 summary=$work/summary.jsonl  # copied into --out at the end, for bench/cluster_report.py
 : >"$summary"
 
-# run_config TRAINER MODEL PROFILE N HOSTFILE: appends the curve to the CSV, a summary line.
+# run_config TRAINER MODEL PROFILE N HOSTFILE RUN: appends the curve to the CSV, a summary line.
 run_config() {
-  local trainer=$1 model=$2 profile=$3 n=$4 hf=$5 batch=32
+  local trainer=$1 model=$2 profile=$3 n=$4 hf=$5 run=$6 batch=32
   [ "$model" = mlp ] && batch=8
   local steps=$((eval_images / (n * batch))) epochs
   [ "$steps" -ge 1 ] || steps=1
   epochs=$(((images + eval_images - 1) / eval_images))
   local common=(--data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 --epochs "$epochs"
     --steps-per-epoch "$steps")
-  echo "run: $trainer $model $profile $n host(s): $epochs x $steps steps of $batch a rank" >&2
+  echo "run $run: $trainer $model $profile $n host(s): $epochs x $steps steps of $batch a rank" >&2
   if [ "$trainer" = pitrain ]; then
     # shellcheck disable=SC2086
     launch "$n" "$hf" "$build/pitrain" train "${common[@]}" $train_extra --log "$work/log.csv" >/dev/null
   else
     launch "$n" "$hf" /usr/bin/python3 "$peer" "${common[@]}" >/dev/null 2>"$work/peer.log"
   fi
-  python3 - "$trainer" "$model" "$profile" "$n" "$steps" "$batch" "$work" "$csv" "$summary" <<'PY'
+  python3 - "$trainer" "$model" "$profile" "$n" "$steps" "$batch" "$work" "$csv" "$summary" "$run" <<'PY'
 import csv, json, os, re, sys
-trainer, model, profile, n, steps, batch, work, out, summary = sys.argv[1:]
+trainer, model, profile, n, steps, batch, work, out, summary, run = sys.argv[1:]
 n, steps, batch = int(n), int(steps), int(batch)
 epochs = []  # (epoch, seconds, val_accuracy, mpi_seconds or None)
 if trainer == "pitrain":
@@ -173,11 +175,11 @@ t = 0.0
 with open(out, "a") as f:
     for e, sec, acc, mpi in epochs:
         t += sec
-        f.write(f"{trainer},{model},{profile},{n},{e},{t:.3f},{acc},{'' if mpi is None else mpi}\n")
+        f.write(f"{trainer},{model},{profile},{n},{run},{e},{t:.3f},{acc},{'' if mpi is None else mpi}\n")
 total_steps = steps * len(epochs)
 mpi = sum(e[3] for e in epochs) if epochs and epochs[0][3] is not None else None
 with open(summary, "a") as f:
-    f.write(json.dumps({"trainer": trainer, "model": model, "profile": profile, "hosts": n,
+    f.write(json.dumps({"trainer": trainer, "model": model, "profile": profile, "hosts": n, "run": int(run),
                         "ms_per_step": 1e3 * t / total_steps if total_steps else float("nan"),
                         "images_per_second": n * batch * total_steps / t if t else float("nan"),
                         "mpi_share": mpi / t if mpi is not None and t else None}) + "\n")
@@ -212,9 +214,11 @@ for profile in ${profiles//,/ }; do
     cp "$hostfile" "$work/all"
   fi
   for model in ${models//,/ }; do
-    for trainer in $trainers; do
-      run_config "$trainer" "$model" "$profile" 1 "$work/one"
-      run_config "$trainer" "$model" "$profile" "$total" "$work/all"
+    for run in $(seq "$repeat"); do
+      for trainer in $trainers; do
+        run_config "$trainer" "$model" "$profile" 1 "$work/one" "$run"
+        run_config "$trainer" "$model" "$profile" "$total" "$work/all" "$run"
+      done
     done
   done
   [ -z "$hostfile" ] && teardown

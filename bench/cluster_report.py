@@ -1,38 +1,52 @@
 #!/usr/bin/env python3
 """Table and plot of a cluster benchmark run: reads OUT/cluster.csv and OUT/summary.jsonl (written
-by bench/cluster.sh), writes OUT/cluster.md and, with gnuplot, OUT/cluster.png: one panel per
-model and link, validation accuracy against training seconds, 1 host and N hosts, both trainers.
+by bench/cluster.sh), writes OUT/cluster.md (medians over the repeated runs of each configuration)
+and, with gnuplot, OUT/cluster.png: one panel per model and link, validation accuracy against
+training seconds, 1 host and N hosts, both trainers, every run.
 usage: bench/cluster_report.py OUT TARGET CPU"""
 import csv, json, os, shutil, subprocess, sys
+from statistics import median
 
 out, target, cpu = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 rows = list(csv.DictReader(open(os.path.join(out, "cluster.csv"))))
 summary = [json.loads(l) for l in open(os.path.join(out, "summary.jsonl")) if l.strip()]
 key = lambda r: (r["trainer"], r["model"], r["profile"], int(r["hosts"]))
+run_of = lambda r: int(r.get("run") or 1)  # older CSVs: one run a configuration, no column
 
 
-def curve(k):
-    return [r for r in rows if key(r) == k]
+def curve(k, run):
+    return [r for r in rows if key(r) == k and run_of(r) == run]
 
 
-def to_target(c):
-    return next((float(r["train_seconds"]) for r in c if float(r["val_accuracy"]) >= target), None)
+def to_target(c):  # training seconds to the first validation at or above the target; inf if none
+    return next((float(r["train_seconds"]) for r in c if float(r["val_accuracy"]) >= target), float("inf"))
 
 
+def summarise(k):  # medians over the runs of configuration k
+    runs = [s for s in summary if key(s) == k]
+    final = [float(c[-1]["val_accuracy"]) for c in (curve(k, run_of(s)) for s in runs) if c]
+    pick = lambda name: median(s[name] for s in runs) if all(s[name] is not None for s in runs) else None
+    return {"runs": len(runs), "t": median(to_target(curve(k, run_of(s))) for s in runs),
+            "ms": pick("ms_per_step"), "ips": pick("images_per_second"), "mpi": pick("mpi_share"),
+            "acc": median(final) if final else float("nan")}
+
+
+configs = list(dict.fromkeys(key(s) for s in summary))
+stats = {k: summarise(k) for k in configs}
+runs = max(s["runs"] for s in stats.values())
 lines = [f"target validation accuracy {target}; {cpu} core a host; times are training seconds "
-         "(validation excluded); no latency added to the links", "",
+         f"(validation excluded); {'medians of ' + str(runs) + ' runs; ' if runs > 1 else ''}no latency added to the links", "",
          "| trainer | model | link | hosts | time to target s | vs 1 host | ms/step | images/s | MPI share | final val acc |",
          "|---|---|---|---|---|---|---|---|---|---|"]
-for s in summary:
-    k = key(s)
-    c, t = curve(k), to_target(curve(k))
-    t1 = to_target(curve(k[:3] + (1,)))
-    ratio = f"{t / t1:.2f}x" if t is not None and t1 else "-"
-    share = f"{100 * s['mpi_share']:.0f}%" if s["mpi_share"] is not None else "-"
-    num = lambda v, f: f.format(v) if v == v else "-"  # NaN: no epoch finished in time
-    lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {f'{t:.0f}' if t is not None else 'not reached'} | "
-                 f"{ratio} | {num(s['ms_per_step'], '{:.1f}')} | {num(s['images_per_second'], '{:.0f}')} | {share} | "
-                 f"{float(c[-1]['val_accuracy']) if c else float('nan'):.4f} |")
+for k in configs:
+    s, one = stats[k], stats.get(k[:3] + (1,))
+    reached = s["t"] != float("inf")
+    ratio = f"{s['t'] / one['t']:.2f}x" if reached and one and one["t"] != float("inf") else "-"
+    num = lambda v, f: f.format(v) if v is not None and v == v else "-"  # NaN: no epoch finished in time
+    share = num(None if s["mpi"] is None else 100 * s["mpi"], "{:.0f}%")
+    time = f"{s['t']:.1f}" if reached else "not reached"
+    lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {time} | "
+                 f"{ratio} | {num(s['ms'], '{:.1f}')} | {num(s['ips'], '{:.0f}')} | {share} | {s['acc']:.4f} |")
 open(os.path.join(out, "cluster.md"), "w").write("\n".join(lines) + "\n")
 
 panels = sorted({(r["model"], r["profile"]) for r in rows})
@@ -44,14 +58,14 @@ gp = ["set terminal pngcairo size 1500,900 font ',9'", f"set output '{os.path.jo
       f"set yrange [0.6:0.9]"]
 for i, (model, profile) in enumerate(panels):
     plots = []
-    for j, k in enumerate(sorted({key(r) for r in rows if (r["model"], r["profile"]) == (model, profile)})):
+    for j, (k, run) in enumerate(sorted({(key(r), run_of(r)) for r in rows if (r["model"], r["profile"]) == (model, profile)})):
         data = os.path.join(out, f"curve{i}_{j}.dat")
         with open(data, "w") as f:
-            f.writelines(f"{r['train_seconds']} {r['val_accuracy']}\n" for r in curve(k))
+            f.writelines(f"{r['train_seconds']} {r['val_accuracy']}\n" for r in curve(k, run))
         color = {("pitrain", True): "#1f77b4", ("pitrain", False): "#ff7f0e", ("peer", True): "#9467bd",
                  ("peer", False): "#2ca02c"}[(k[0], k[3] == 1)]
         plots.append(f"'{data}' using 1:2 with linespoints lc rgb '{color}' dt {1 if k[0] == 'pitrain' else 2} "
-                     f"lw 2 title '{k[0]}, {k[3]} host{'s' if k[3] > 1 else ''}'")
+                     + (f"lw 2 title '{k[0]}, {k[3]} host{'s' if k[3] > 1 else ''}'" if run == 1 else "lw 2 notitle"))
     gp += [f"set title '{model}, {profile}'", f"set arrow 1 from graph 0, first {target} to graph 1, first {target} nohead dt 3",
            "plot " + ", ".join(plots)]
 gp.append("unset multiplot")
