@@ -55,7 +55,7 @@ while [ $# -gt 0 ]; do
 done
 # shellcheck source=bench/netns_link.sh
 . "$root/bench/netns_link.sh"
-mkdir -p "$out"
+mkdir -p "$out/logs"  # every run's output: $out/logs/TRAINER-MODEL-PROFILE-HOSTS-RUN.log
 work=$(mktemp -d /tmp/pitrain-cluster-XXXXXX)
 export PITRAIN_CLUSTER=${PITRAIN_CLUSTER:-ptc$$}  # names of this run's namespaces and cgroups
 subnet=10.77.$(($$ % 200)).0
@@ -144,7 +144,7 @@ summary=$work/summary.jsonl  # copied into --out at the end, for bench/cluster_r
 
 # run_config TRAINER MODEL PROFILE N HOSTFILE RUN: appends the curve to the CSV, a summary line.
 run_config() {
-  local trainer=$1 model=$2 profile=$3 n=$4 hf=$5 run=$6 batch=32
+  local trainer=$1 model=$2 profile=$3 n=$4 hf=$5 run=$6 batch=32 log=$out/logs/$1-$2-$3-$4-$6.log
   [ "$model" = mlp ] && batch=8
   local steps=$((eval_images / (n * batch))) epochs
   [ "$steps" -ge 1 ] || steps=1
@@ -154,9 +154,13 @@ run_config() {
   echo "run $run: $trainer $model $profile $n host(s): $epochs x $steps steps of $batch a rank" >&2
   if [ "$trainer" = pitrain ]; then
     # shellcheck disable=SC2086
-    launch "$n" "$hf" "$build/pitrain" train "${common[@]}" $train_extra --log "$work/log.csv" >/dev/null
+    # A stalled step ends the run with the ranks that had not arrived named in its log.
+    launch "$n" "$hf" "$build/pitrain" train "${common[@]}" --stall-timeout 30 $train_extra --log "$work/log.csv" \
+      >"$log" 2>&1
+    grep -h "stopped after\|stalled" "$log" >&2 || true
   else
     launch "$n" "$hf" /usr/bin/python3 "$peer" "${common[@]}" >/dev/null 2>"$work/peer.log"
+    cp "$work/peer.log" "$log"
   fi
   python3 - "$trainer" "$model" "$profile" "$n" "$steps" "$batch" "$work" "$csv" "$summary" "$run" <<'PY'
 import csv, json, os, re, sys
@@ -187,13 +191,9 @@ PY
 }
 
 # --- data, then every configuration -----------------------------------------------------------
-qd=$root/../shared/quickdraw
-if [ -f "$qd/apple.npy" ]; then
-  "$build/pitrain" prepare --npy "$qd" --classes "$root/datasets/quickdraw15.txt" --out "$work/d.h5" >/dev/null
-else
-  echo "note: no ../shared/quickdraw; using Fashion-MNIST" >&2
-  "$build/pitrain" prepare --idx /usr/share/datasets/fashion-mnist --out "$work/d.h5" >/dev/null
-fi
+# shellcheck source=bench/bench_data.sh
+. "$root/bench/bench_data.sh"
+prepare_bench_data "$build" "$root" "$work/d.h5"
 trainers=pitrain
 [ "$use_peer" = 1 ] && trainers="pitrain peer"
 if [ -n "$hostfile" ]; then

@@ -22,11 +22,14 @@ def to_target(c):  # training seconds to the first validation at or above the ta
     return next((float(r["train_seconds"]) for r in c if float(r["val_accuracy"]) >= target), float("inf"))
 
 
-def summarise(k):  # medians over the runs of configuration k
+# Medians over the runs of configuration k. A run that finished no epoch in time (NaN ms/step)
+# counts as not reaching the target, and is left out of the other medians.
+def summarise(k):
     runs = [s for s in summary if key(s) == k]
+    done = [s for s in runs if s["ms_per_step"] == s["ms_per_step"]]  # NaN: no epoch finished in time
     final = [float(c[-1]["val_accuracy"]) for c in (curve(k, run_of(s)) for s in runs) if c]
-    pick = lambda name: median(s[name] for s in runs) if all(s[name] is not None for s in runs) else None
-    return {"runs": len(runs), "t": median(to_target(curve(k, run_of(s))) for s in runs),
+    pick = lambda name: median(s[name] for s in done) if done and all(s[name] is not None for s in done) else None
+    return {"runs": len(runs), "empty": len(runs) - len(done), "t": median(to_target(curve(k, run_of(s))) for s in runs),
             "ms": pick("ms_per_step"), "ips": pick("images_per_second"), "mpi": pick("mpi_share"),
             "acc": median(final) if final else float("nan")}
 
@@ -47,6 +50,10 @@ for k in configs:
     time = f"{s['t']:.1f}" if reached else "not reached"
     lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {time} | "
                  f"{ratio} | {num(s['ms'], '{:.1f}')} | {num(s['ips'], '{:.0f}')} | {share} | {s['acc']:.4f} |")
+empty = [f"{k[0]} {k[1]} {k[2]} {k[3]} host{'s' if k[3] > 1 else ''}: {s['empty']} of {s['runs']}"
+         for k, s in stats.items() if s["empty"] and s["empty"] < s["runs"]]
+if empty:
+    lines += ["", "Runs that finished no epoch in time (left out of the other medians): " + "; ".join(empty)]
 open(os.path.join(out, "cluster.md"), "w").write("\n".join(lines) + "\n")
 
 panels = sorted({(r["model"], r["profile"]) for r in rows})

@@ -9,17 +9,12 @@ repeats=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
-shared_qd=$root/../shared/quickdraw
 work=$(mktemp -d /tmp/pitrain-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-if [ -f "$shared_qd/apple.npy" ]; then
-  "$build/pitrain" prepare --npy "$shared_qd" --classes "$root/datasets/quickdraw15.txt" --out "$work/d.h5" >/dev/null
-  data="Quick Draw, 15 classes ($shared_qd)"
-else
-  echo "note: no ../shared/quickdraw; benchmarking on Fashion-MNIST" >&2
-  "$build/pitrain" prepare --idx /usr/share/datasets/fashion-mnist --out "$work/d.h5" >/dev/null
-  data="Fashion-MNIST"
-fi
+# shellcheck source=bench/bench_data.sh
+. "$root/bench/bench_data.sh"
+prepare_bench_data "$build" "$root" "$work/d.h5"
+data=$bench_data
 [ -f "$peer" ] || { echo "no peer at $peer (set PEER=...)" >&2; exit 1; }
 
 for model in cnn mlp; do

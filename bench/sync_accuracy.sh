@@ -11,13 +11,9 @@ seeds=("$@")
 [ ${#seeds[@]} -gt 0 ] || seeds=(0 1 2)
 work=$(mktemp -d /tmp/pitrain-syncacc-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-qd=$root/../shared/quickdraw
-if [ -f "$qd/apple.npy" ]; then
-  "$build/pitrain" prepare --npy "$qd" --classes "$root/datasets/quickdraw15.txt" --out "$work/d.h5" >/dev/null
-else
-  echo "note: no ../shared/quickdraw; using Fashion-MNIST" >&2
-  "$build/pitrain" prepare --idx /usr/share/datasets/fashion-mnist --out "$work/d.h5" >/dev/null
-fi
+# shellcheck source=bench/bench_data.sh
+. "$root/bench/bench_data.sh"
+prepare_bench_data "$build" "$root" "$work/d.h5"
 [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OPENBLAS_NUM_THREADS=1
 # final NP ARGS...: the last validation accuracy of a 96,000-image run, for each seed.

@@ -26,5 +26,8 @@ done
   for i in "${!variants[@]}"; do
     sed -n '/^| pitrain/p' "$out/v$i/cluster.md" | sed "s/^| pitrain |/| ${variants[$i]%%|*} |/"
   done
+  for i in "${!variants[@]}"; do  # runs that finished no epoch, if any
+    sed -n "s/^Runs that finished no epoch in time (left out of the other medians): /${variants[$i]%%|*}: /p" "$out/v$i/cluster.md"
+  done
 } >"$out/sync.md"
 cat "$out/sync.md"
