@@ -157,7 +157,10 @@ run_config() {
     # A stalled step ends the run with the ranks that had not arrived named in its log.
     launch "$n" "$hf" "$build/pitrain" train "${common[@]}" --stall-timeout 30 $train_extra --log "$work/log.csv" \
       >"$log" 2>&1
-    grep -h "stopped after\|stalled" "$log" >&2 || true
+    if grep -q "stopped after" "$log"; then  # say how far it got
+      grep -q "^pitrain: $n rank" "$log" && echo "  run $run stopped during training ($log)" >&2 ||
+        echo "  run $run stopped before training started: MPI start-up or data loading ($log)" >&2
+    fi
   else
     launch "$n" "$hf" /usr/bin/python3 "$peer" "${common[@]}" >/dev/null 2>"$work/peer.log"
     cp "$work/peer.log" "$log"

@@ -78,7 +78,7 @@ mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-pe
   --grad-dtype bf16 --error-feedback --sync-every 4 | tail -n 1 | python3 -c '
 import json, sys
 j = json.loads(sys.stdin.read())
-assert 0 <= j["bytes_per_step"] - 201988 * 4 // 4 <= 4, j  # parameters, fp32, every 4th step; + the stop vote
+assert 0 <= j["bytes_per_step"] - 201988 * 2 // 4 <= 4, j  # parameter changes in bf16, every 4th step; + the stop vote
 assert j["grad_dtype"] == "bf16" and j["sync_every"] == 4, j
 ' || fail "train --sync-every --grad-dtype"
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 8 --threads 1 --json \
