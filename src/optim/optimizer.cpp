@@ -32,12 +32,12 @@ void adam_update(float* __restrict p, const float* __restrict g, float* __restri
 void Adam::step(float* p, const float* g, int64_t n, float lr, int local_of) {
   ++iterations;
   const double t = double(iterations);
-  const double m_correction = 1.0 / (1.0 - std::pow(double(beta1_), t));
+  const double m_bias = 1.0 - std::pow(double(beta1_), t);
   // Bias correction folded into the step size, as Keras and TensorFlow's Adam do.
-  const float lr_t = float(lr * std::sqrt(1.0 - std::pow(double(beta2_), t)) / (1.0 - std::pow(double(beta1_), t)));
+  const float lr_t = float(lr * std::sqrt(1.0 - std::pow(double(beta2_), t)) / m_bias);
   if (local_of > 1)
     adam_update<true>(p, g, m_.data(), v_.data(), n, lr_t, beta1_, beta2_, epsilon_, 1.0f / float(local_of),
-                      float(m_correction));
+                      float(1.0 / m_bias));
   else
     adam_update<false>(p, g, m_.data(), v_.data(), n, lr_t, beta1_, beta2_, epsilon_, 1.0f, 1.0f);
 }
