@@ -113,6 +113,7 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
                                 : std::max(1, int(std::thread::hardware_concurrency()) / dist::local_ranks());
   set_compute_threads(threads);
 
+  StallWatchdog watchdog(o.stall_timeout, comm);  // from here on: start-up too can stall
   RankSlice train, val;
   std::optional<Checkpoint> ckpt;
   run_together(comm, [&] {
@@ -165,7 +166,6 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
   GradientSync sync(comm, model.params().data(), model.num_params(), o.sync);
   StopSignals signals;
   StopVote vote(comm);
-  StallWatchdog watchdog(o.stall_timeout, comm);
   model.reserve(o.batch_size);
   std::vector<float> x(size_t(o.batch_size) * kImagePixels);
   std::vector<int32_t> y(static_cast<size_t>(o.batch_size));

@@ -58,6 +58,15 @@ StopVote::~StopVote() {
   if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
 }
 
+namespace {
+
+// What the watchdog names: a step, or the start-up before the first step (step -1).
+std::string stall_point(int64_t step) {
+  return step < 0 ? std::string("start-up (data loading, weight broadcast)") : "step " + std::to_string(step);
+}
+
+}  // namespace
+
 StallWatchdog::StallWatchdog(double timeout_seconds, const dist::Comm& comm)
     : timeout_(timeout_seconds), comm_(comm), last_beat_(seconds_now()) {
   int level = MPI_THREAD_SINGLE;
@@ -86,10 +95,11 @@ void StallWatchdog::watch() {
   while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; })) {
     const double stalled = seconds_now() - last_beat_;
     if (stalled < timeout_) continue;
+    const std::string what = stall_point(step_.load());
     std::fprintf(stderr,
-                 "pitrain: error (rank %d): step %lld has not completed in %.0f s (--stall-timeout): a rank died, "
+                 "pitrain: error (rank %d): %s has not completed in %.0f s (--stall-timeout): a rank died, "
                  "hung or lost its network link; ending the job (resume from the last checkpoint with --resume)\n",
-                 comm_.rank(), (long long)step_.load(), stalled);
+                 comm_.rank(), what.c_str(), stalled);
     std::fflush(stderr);
     if (reports_ != MPI_COMM_NULL) report_to_rank0(step_.load());
     std::this_thread::sleep_for(std::chrono::seconds(2));  // let the other ranks say the same
@@ -127,8 +137,8 @@ void StallWatchdog::report_to_rank0(int64_t step) {
   std::string missing;
   for (int r = 0; r < comm_.size(); ++r)
     if (!waiting[size_t(r)]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-  std::fprintf(stderr, "pitrain: error: step %lld stalled; ranks that had not arrived: %s (the others waited for them)\n",
-               (long long)step, missing.empty() ? "none found" : missing.c_str());
+  std::fprintf(stderr, "pitrain: error: %s stalled; ranks that had not arrived: %s (the others waited for them)\n",
+               stall_point(step).c_str(), missing.empty() ? "none found" : missing.c_str());
   std::fflush(stderr);
 }
 
