@@ -115,35 +115,35 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   dist::Comm comm;
   TrainOptions o = test::short_run(dir / "d.h5", "conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)", 2, 8);
   std::ostringstream out;
+  auto fit_agreed = [&] {  // trains, and checks that the ranks end with the same weights
+    auto r = fit(o, comm, out);
+    CHECK(same_on_every_rank(r.params));
+    return r;
+  };
   const auto base = fit(o, comm, out);
   o.sync.sync_every = 1;
   o.sync.sync_warmup = 5;
   CHECK(fit(o, comm, out).params == base.params);
 
   o.sync.sync_every = 3;  // every 3 steps and at each epoch end
-  const auto local = fit(o, comm, out);
-  CHECK(same_on_every_rank(local.params));
+  const auto local = fit_agreed();
   CHECK(local.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(local.params != base.params);
 
   o.sync.overlap = true;  // each average applied one round late
-  const auto late = fit(o, comm, out);
-  CHECK(same_on_every_rank(late.params));
+  const auto late = fit_agreed();
   CHECK(late.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(late.params != local.params);
 
   o.sync = SyncOptions{};
   o.sync.wire = WireType::fp16;
   o.sync.error_feedback = true;
-  const auto half = fit(o, comm, out);
-  CHECK(same_on_every_rank(half.params));
-  CHECK(half.epochs.back().val_accuracy > 0.9);
+  CHECK(fit_agreed().epochs.back().val_accuracy > 0.9);
 
   o.sync = SyncOptions{};
   o.sync.overlap = true;
   o.sync.bucket_bytes = 4096;  // several buckets, started during backward
-  const auto overlapped = fit(o, comm, out);
-  CHECK(same_on_every_rank(overlapped.params));
+  const auto overlapped = fit_agreed();
   double worst = 0;
   for (size_t i = 0; i < base.params.size(); ++i)
     worst = std::max(worst, double(std::abs(overlapped.params[i] - base.params[i])));

@@ -179,8 +179,8 @@ void GradientSync::finish_round(float* params, int64_t step) {
 
 void GradientSync::maybe_average_parameters(float* params, int64_t step, bool force) {
   if (comm_.size() == 1 || o_.sync_every == 1) return;
-  if (averages_gradients(step)) {  // warm-up: after a synchronous step all ranks are equal
-    std::copy(params, params + n_, anchor_.begin());
+  if (averages_gradients(step)) {  // warm-up: the ranks stay equal; the last step is the anchor
+    if (step + 1 == o_.sync_warmup) std::copy(params, params + n_, anchor_.begin());
     return;
   }
   if (step != averaged_after_ && (force || averages_parameters_after(step))) {
