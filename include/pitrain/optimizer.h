@@ -26,7 +26,7 @@ class Optimizer {
 // gradients, the one synchronous training divides by: a rank's own gradient g has
 // E[g^2] = mu^2 + s^2, the P-rank average mu^2 + s^2 / P. With mu estimated by the bias-corrected
 // first moment m^, v is fed g^2 / P + (1 - 1/P) m^2 instead of g^2. Plain per-rank Adam takes
-// steps up to sqrt(P) shorter on noisy weights and ended 1.1 points of validation accuracy below
+// steps up to sqrt(P) shorter on noisy weights and ended 1.2 points of validation accuracy below
 // per-step sync even at K = 2 (bench/RESULTS.md).
 class Adam : public Optimizer {
  public:
