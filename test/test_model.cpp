@@ -81,7 +81,7 @@ TEST_CASE("a small training run lowers the loss and is deterministic for a seed"
   TrainOptions o =
       test::short_run(dir / "d.h5", "conv2d(8,3,relu) maxpool2d flatten dropout(0.2) dense(classes,softmax)", 3, 16);
   std::ostringstream out;
-  dist::Comm comm;
+  Comm comm;
   const auto a = fit(o, comm, out);
   CHECK(a.epochs.back().loss < 0.5 * a.epochs.front().loss);
   CHECK(a.epochs.back().val_accuracy > 0.9);
@@ -99,7 +99,7 @@ TEST_CASE("checkpoints: Keras names and shapes, exact round trip, resume equals 
   o.steps_per_epoch = 5;
   o.checkpoint = dir / "full.h5";
   std::ostringstream out;
-  dist::Comm comm;
+  Comm comm;
   const auto full = fit(o, comm, out);
   {
     auto f = h5::File::open_read(dir / "full.h5");

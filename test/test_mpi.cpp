@@ -25,7 +25,7 @@ bool same_on_every_rank(const std::vector<float>& v) {
 TEST_CASE("the ranks' slices cover every row once") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 103, 17, 3);
-  dist::Comm comm;
+  Comm comm;
   auto s = load_rank_slice(dir / "d.h5", "train", comm.rank(), comm.size());
   double rows[2] = {double(s.data.size()), double(s.first_row * s.first_row)};
   comm.allreduce_sum(rows, 2);
@@ -35,7 +35,7 @@ TEST_CASE("the ranks' slices cover every row once") {
 }
 
 TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") {
-  dist::Comm comm;
+  Comm comm;
   const int b = 4, P = comm.size(), classes = 3;
   const std::string spec = "conv2d(4,3,relu) maxpool2d flatten dense(6,relu) dense(classes)";
   Model distributed(spec, classes), reference(spec, classes);
@@ -64,7 +64,7 @@ TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") 
 TEST_CASE("after training the weights are identical on every rank; same seed, same weights") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 320, 80, 4);
-  dist::Comm comm;
+  Comm comm;
   TrainOptions o = test::short_run(dir / "d.h5", "cnn", 2, 8);
   std::ostringstream out;
   const auto a = fit(o, comm, out);
@@ -76,7 +76,7 @@ TEST_CASE("after training the weights are identical on every rank; same seed, sa
 TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto another count") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 240, 60, 4);
-  dist::Comm comm;
+  Comm comm;
   TrainOptions o = test::short_run(dir / "d.h5", "mlp", 3, 8);
   o.steps_per_epoch = 6;
   std::ostringstream out;
@@ -93,7 +93,7 @@ TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto anot
   MPI_Comm solo;
   MPI_Comm_split(MPI_COMM_WORLD, comm.rank() == 0 ? 0 : MPI_UNDEFINED, 0, &solo);
   if (comm.rank() == 0) {
-    dist::Comm one(solo);
+    Comm one(solo);
     TrainOptions s = o;
     s.resume.clear();
     s.epochs = 1;
@@ -112,7 +112,7 @@ TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto anot
 TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients keep the ranks equal") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 320, 80, 4);
-  dist::Comm comm;
+  Comm comm;
   TrainOptions o = test::short_run(dir / "d.h5", "conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)", 2, 8);
   std::ostringstream out;
   auto fit_agreed = [&] {  // trains, and checks that the ranks end with the same weights
@@ -151,7 +151,7 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
 }
 
 TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one round late") {
-  dist::Comm comm;
+  Comm comm;
   const int64_t n = 6;
   const std::vector<float> start = {1, -2, 0.5f, 3, 0, -1};
   // The update a rank makes at a step (exact in binary, so the averages below are exact).

@@ -34,7 +34,7 @@ TEST_CASE("bf16: float's range, 8 bits of mantissa") {
 }
 
 TEST_CASE("error feedback: what was sent plus what is carried equals the true gradients") {
-  dist::Comm comm;  // one rank: the allreduce is the identity, so "sent" is what finish() returns
+  Comm comm;  // one rank: the allreduce is the identity, so "sent" is what finish() returns
   const int64_t n = 5000;
   for (WireType wire : {WireType::fp16, WireType::bf16}) {
     SyncOptions o;

@@ -8,14 +8,14 @@
 
 namespace pitrain::cli {
 
-int prepare(int argc, char** argv, dist::Comm& comm);
-int summary(int argc, char** argv, dist::Comm& comm);
-int train(int argc, char** argv, dist::Comm& comm);
-int evaluate(int argc, char** argv, dist::Comm& comm);
-int predict(int argc, char** argv, dist::Comm& comm);
+int prepare(int argc, char** argv, Comm& comm);
+int summary(int argc, char** argv, Comm& comm);
+int train(int argc, char** argv, Comm& comm);
+int evaluate(int argc, char** argv, Comm& comm);
+int predict(int argc, char** argv, Comm& comm);
 
 // Parses, turning cxxopts' exceptions into UsageError. Returns false after printing --help
 // (rank 0), in which case the subcommand returns 0.
-bool parse(cxxopts::Options& options, int argc, char** argv, const dist::Comm& comm, cxxopts::ParseResult& result);
+bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result);
 
 }  // namespace pitrain::cli

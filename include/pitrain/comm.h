@@ -5,10 +5,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
-namespace pitrain::dist {
+namespace pitrain {
 
 class Comm {
  public:
@@ -45,4 +46,8 @@ class Comm {
 // Ranks on this node (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE), 1 when not launched by mpirun.
 int local_ranks();
 
-}  // namespace pitrain::dist
+// Runs `step` on every rank; if it threw an Error on any rank, every rank throws JointError
+// (carrying the message on the lowest failed rank), so all leave together instead of hanging.
+void run_together(Comm& comm, const std::function<void()>& step);
+
+}  // namespace pitrain

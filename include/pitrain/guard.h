@@ -26,13 +26,13 @@ class StopSignals {
 // one such step is read at the next, so it never waits on the network by itself.
 class StopVote {
  public:
-  explicit StopVote(dist::Comm& comm) : comm_(comm) {}
+  explicit StopVote(Comm& comm) : comm_(comm) {}
   ~StopVote();
   // Returns the signal (0 if none) that any rank had at the previous vote; starts the next one.
   int exchange(int local_signal);
 
  private:
-  dist::Comm& comm_;
+  Comm& comm_;
   int vote_ = 0;
   MPI_Request request_ = MPI_REQUEST_NULL;
 };
@@ -48,7 +48,7 @@ struct Stopped {
 // tell rank 0, which names the ranks that had not arrived. Collective: every rank makes one.
 class StallWatchdog {
  public:
-  StallWatchdog(double timeout_seconds, const dist::Comm& comm);
+  StallWatchdog(double timeout_seconds, const Comm& comm);
   ~StallWatchdog();
   void beat(int64_t step);  // progress: step `step` is starting
 
@@ -56,7 +56,7 @@ class StallWatchdog {
   void watch();
   void report_to_rank0(int64_t step);
   double timeout_;
-  const dist::Comm& comm_;
+  const Comm& comm_;
   MPI_Comm reports_ = MPI_COMM_NULL;  // a duplicate, so reports never match training messages
   std::atomic<int64_t> step_{-1};
   std::atomic<double> last_beat_;

@@ -36,7 +36,7 @@ struct SyncOptions {
 class GradientSync {
  public:
   // `params`: the parameters every rank starts from (the first anchor of local SGD).
-  GradientSync(dist::Comm& comm, const float* params, int64_t n_params, const SyncOptions& opts);
+  GradientSync(Comm& comm, const float* params, int64_t n_params, const SyncOptions& opts);
   ~GradientSync();
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
@@ -67,7 +67,7 @@ class GradientSync {
   void wait_sums();                                              // then sums_ holds the results
   void start_round(const float* params, int64_t step);
   void finish_round(float* params, int64_t step);
-  dist::Comm& comm_;
+  Comm& comm_;
   int64_t n_;
   SyncOptions o_;
   int64_t started_down_to_;      // gradients [started_down_to_, n) are in flight

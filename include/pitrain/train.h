@@ -56,7 +56,7 @@ LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const flo
                      float lr, const Context& ctx, int64_t step);
 
 // Trains as the options say; rank 0 prints progress to `out`.
-TrainResult fit(const TrainOptions& opts, dist::Comm& comm, std::ostream& out);
+TrainResult fit(const TrainOptions& opts, Comm& comm, std::ostream& out);
 
 struct Evaluation {
   int classes = 0;
@@ -66,11 +66,7 @@ struct Evaluation {
 };
 
 // Every rank evaluates its slice; the sums are allreduced, so every rank gets the whole figure.
-Evaluation evaluate(Model& model, const Split& local, dist::Comm& comm);
-
-// Runs `step` on every rank; if it threw an Error on any rank, every rank throws JointError
-// (carrying the message on the lowest failed rank), so all leave together instead of hanging.
-void run_together(dist::Comm& comm, const std::function<void()>& step);
+Evaluation evaluate(Model& model, const Split& local, Comm& comm);
 
 // Rank 0's Keras-style progress: a live bar on a terminal, one line an epoch otherwise.
 class ProgressBar {

@@ -9,7 +9,7 @@
 
 namespace pitrain::cli {
 
-int evaluate(int argc, char** argv, dist::Comm& comm) {
+int evaluate(int argc, char** argv, Comm& comm) {
   cxxopts::Options options("evaluate", "Loss, accuracy, per-class accuracy and confusion matrix of a checkpoint");
   options.add_options()
     ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value<std::string>())

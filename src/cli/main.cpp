@@ -21,8 +21,8 @@ const char* kUsage =
     "  predict   top-3 classes of 28x28 PGM/PNG images or .npy rows\n"
     "`pitrain <command> --help` lists each command's options.\n";
 
-int dispatch(int argc, char** argv, pitrain::dist::Comm& comm) {
-  using Command = int (*)(int, char**, pitrain::dist::Comm&);
+int dispatch(int argc, char** argv, pitrain::Comm& comm) {
+  using Command = int (*)(int, char**, pitrain::Comm&);
   const std::map<std::string, Command> commands = {{"prepare", pitrain::cli::prepare},
                                                    {"summary", pitrain::cli::summary},
                                                    {"train", pitrain::cli::train},
@@ -45,7 +45,7 @@ int dispatch(int argc, char** argv, pitrain::dist::Comm& comm) {
 int main(int argc, char** argv) {
   int threads = 0;  // MULTIPLE lets the stall watchdog's thread report to rank 0
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
-  pitrain::dist::Comm comm;
+  pitrain::Comm comm;
   const std::string who = comm.size() > 1 ? " (rank " + std::to_string(comm.rank()) + ")" : "";
   int code = 0;
   try {

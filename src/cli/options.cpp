@@ -5,7 +5,7 @@
 
 namespace pitrain::cli {
 
-bool parse(cxxopts::Options& options, int argc, char** argv, const dist::Comm& comm, cxxopts::ParseResult& result) {
+bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result) {
   options.add_options()("h,help", "Show this help");
   try {
     result = options.parse(argc, argv);

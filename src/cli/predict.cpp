@@ -11,7 +11,7 @@
 
 namespace pitrain::cli {
 
-int predict(int argc, char** argv, dist::Comm& comm) {
+int predict(int argc, char** argv, Comm& comm) {
   cxxopts::Options options("predict", "Top-3 classes of 28x28 grayscale PGM/PNG images or .npy rows");
   options.add_options()
     ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value<std::string>())

@@ -7,7 +7,7 @@
 
 namespace pitrain::cli {
 
-int prepare(int argc, char** argv, dist::Comm& comm) {
+int prepare(int argc, char** argv, Comm& comm) {
   cxxopts::Options options("prepare", "Image files -> one shuffled HDF5 dataset (/train, /val, class_names)");
   options.add_options()
     ("npy", "Folder of Quick Draw numpy_bitmap files, <class>.npy", cxxopts::value<std::string>())

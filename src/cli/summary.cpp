@@ -16,7 +16,7 @@ std::string with_commas(int64_t v) {
 }  // namespace
 
 // Keras' model.summary(): layer (type), output shape, parameters, totals.
-int summary(int argc, char** argv, dist::Comm& comm) {
+int summary(int argc, char** argv, Comm& comm) {
   cxxopts::Options options("summary", "Print a model's layers as Keras' model.summary() does");
   options.add_options()
     ("model", "cnn, mlp, cnn128 or a layer list (see README)", cxxopts::value<std::string>()->default_value("cnn"))

@@ -5,7 +5,7 @@
 
 namespace pitrain::cli {
 
-int train(int argc, char** argv, dist::Comm& comm) {
+int train(int argc, char** argv, Comm& comm) {
   TrainOptions o;
   cxxopts::Options options("train", "Data-parallel training: every rank its slice, one gradient allreduce a step");
   options.add_options()

@@ -11,7 +11,7 @@ namespace {
 constexpr int kEvalBatch = 256;
 }
 
-Evaluation evaluate(Model& model, const Split& local, dist::Comm& comm) {
+Evaluation evaluate(Model& model, const Split& local, Comm& comm) {
   const int classes = model.classes();
   // [loss sum, correct, count, confusion...]: one allreduce for all of it.
   std::vector<double> sums(3 + size_t(classes) * classes, 0.0);
@@ -42,19 +42,6 @@ Evaluation evaluate(Model& model, const Split& local, dist::Comm& comm) {
   e.accuracy = sums[1] / sums[2];
   for (size_t i = 3; i < sums.size(); ++i) e.confusion.push_back(int64_t(sums[i]));
   return e;
-}
-
-void run_together(dist::Comm& comm, const std::function<void()>& step) {
-  std::string message;
-  try {
-    step();
-  } catch (const UsageError&) {
-    throw;  // every rank throws it alike
-  } catch (const Error& e) {
-    message = e.what();
-  }
-  const int first = comm.first_failed(message.empty());
-  if (first < comm.size()) throw JointError(comm.rank() == first ? message : "");  // one rank speaks
 }
 
 }  // namespace pitrain

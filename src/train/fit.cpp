@@ -46,7 +46,7 @@ void check_writable(const std::string& path, const std::string& flag) {
   std::remove(probe.c_str());
 }
 
-std::string json_line(const TrainOptions& o, const dist::Comm& comm, const Model& model, int threads, int64_t steps,
+std::string json_line(const TrainOptions& o, const Comm& comm, const Model& model, int threads, int64_t steps,
                       int64_t spe, double train_s, double wall_s, double mpi_s, int64_t bytes, const EpochResult& last) {
   auto num = [](double v) {
     char b[32];
@@ -101,7 +101,7 @@ LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const flo
 }
 
 
-TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
+TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   check_options(o);
   if (o.expect_ranks > 0 && comm.size() != o.expect_ranks)
     throw UsageError("started as " + std::to_string(comm.size()) + " rank(s), but --expect-ranks " +
@@ -110,7 +110,7 @@ TrainResult fit(const TrainOptions& o, dist::Comm& comm, std::ostream& out) {
   const double wall0 = now();
   const int rank = comm.rank(), ranks = comm.size();
   const int threads = o.threads ? o.threads
-                                : std::max(1, int(std::thread::hardware_concurrency()) / dist::local_ranks());
+                                : std::max(1, int(std::thread::hardware_concurrency()) / local_ranks());
   set_compute_threads(threads);
 
   StallWatchdog watchdog(o.stall_timeout, comm);  // from here on: start-up too can stall

@@ -67,7 +67,7 @@ std::string stall_point(int64_t step) {
 
 }  // namespace
 
-StallWatchdog::StallWatchdog(double timeout_seconds, const dist::Comm& comm)
+StallWatchdog::StallWatchdog(double timeout_seconds, const Comm& comm)
     : timeout_(timeout_seconds), comm_(comm), last_beat_(seconds_now()) {
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);

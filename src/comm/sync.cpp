@@ -79,7 +79,7 @@ void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
 
 }  // namespace
 
-GradientSync::GradientSync(dist::Comm& comm, const float* params, int64_t n_params, const SyncOptions& opts)
+GradientSync::GradientSync(Comm& comm, const float* params, int64_t n_params, const SyncOptions& opts)
     : comm_(comm), n_(n_params), o_(opts), started_down_to_(n_params) {
   if (o_.sync_every < 1) throw UsageError("--sync-every must be a positive number of steps");
   if (o_.sync_warmup < 0) throw UsageError("--sync-warmup must be 0 or positive");

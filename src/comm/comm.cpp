@@ -3,7 +3,9 @@
 #include <climits>
 #include <cstdlib>
 
-namespace pitrain::dist {
+#include "pitrain/error.h"
+
+namespace pitrain {
 namespace {
 
 // MPI counts are int: move larger buffers in chunks.
@@ -86,4 +88,17 @@ int local_ranks() {
   return n > 0 ? n : 1;
 }
 
-}  // namespace pitrain::dist
+void run_together(Comm& comm, const std::function<void()>& step) {
+  std::string message;
+  try {
+    step();
+  } catch (const UsageError&) {
+    throw;  // every rank throws it alike
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  const int first = comm.first_failed(message.empty());
+  if (first < comm.size()) throw JointError(comm.rank() == first ? message : "");  // one rank speaks
+}
+
+}  // namespace pitrain
