@@ -94,7 +94,7 @@ rc=$?
 took=$(($(date +%s) - start))
 [ $rc -ne 0 ] && [ $took -lt 30 ] && ok "kill -9 of a rank ended the job in ${took}s" || fail "kill -9: exit $rc after ${took}s"
 mpi -np 1 "$PITRAIN" "${train[@]}" --epochs 200 --steps-per-epoch 20 --checkpoint "$work/k9.h5" --resume "$work/k9.h5" \
-  --json >"$work/k9.out" 2>&1 && grep -q '"ranks": 1' "$work/k9.out" && ok "resumed on 1 rank" || { fail "resume on fewer ranks"; cat "$work/k9.out"; }
+  --json >"$work/k9.out" 2>&1 && grep -q '"ranks":1,' "$work/k9.out" && ok "resumed on 1 rank" || { fail "resume on fewer ranks"; cat "$work/k9.out"; }
 
 # 4. kill -9 at random moments while a checkpoint is written every step: the file always loads.
 bad=0

@@ -12,7 +12,7 @@
 #include "pitrain/dataset.h"
 #include "pitrain/image_files.h"
 #include "pitrain/rng.h"
-#include "pitrain/train.h"
+#include "pitrain/fit.h"
 
 namespace pitrain::test {
 

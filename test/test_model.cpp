@@ -8,7 +8,7 @@
 #include "pitrain/h5.h"
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
-#include "pitrain/train.h"
+#include "pitrain/fit.h"
 
 using namespace pitrain;
 
@@ -57,19 +57,21 @@ TEST_CASE("adam follows Keras' update") {
   CHECK(warm.at(10) == Approx(0.4f));
 }
 
-TEST_CASE("adam in local SGD feeds v the second moment of the ranks' average gradient") {
+TEST_CASE("adam with a noise share of 1/4 feeds v the second moment of the mean of 4 gradients") {
   // Constant gradients carry no noise: the estimate changes nothing (m^ is the gradient itself).
   std::vector<float> plain = {1.0f}, local = {1.0f}, g = {0.5f};
   Adam a(1), b(1);
-  for (int t = 0; t < 3; ++t) a.step(plain.data(), g.data(), 1, 0.1f), b.step(local.data(), g.data(), 1, 0.1f, 4);
+  b.set_noise_share(1.0f / 4);
+  for (int t = 0; t < 3; ++t) a.step(plain.data(), g.data(), 1, 0.1f), b.step(local.data(), g.data(), 1, 0.1f);
   CHECK(local[0] == Approx(plain[0]).epsilon(1e-6));
   // Alternating gradients +1, -1: at t = 2, m = 0.09 - 0.1 = -0.01, m^ = -0.01 / 0.19, and v gets
   // (1 - b2) * (b2 * (1/4 + 3/4 * 1) + (1/4 + 3/4 * m^2)) instead of (1 - b2) * (b2 + 1).
   Adam c(1);
   std::vector<float> p = {0.0f};
   const float up = 1.0f, down = -1.0f;
-  c.step(p.data(), &up, 1, 0.1f, 4);
-  c.step(p.data(), &down, 1, 0.1f, 4);
+  c.set_noise_share(1.0f / 4);
+  c.step(p.data(), &up, 1, 0.1f);
+  c.step(p.data(), &down, 1, 0.1f);
   const double mhat = -0.01 / 0.19;
   const double v = 0.001 * (0.999 * 1.0 + (0.25 + 0.75 * mhat * mhat));
   CHECK(c.state()[1].second->at(0) == Approx(v).epsilon(1e-4));

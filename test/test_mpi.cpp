@@ -5,7 +5,7 @@
 
 #include "helpers.h"
 #include "pitrain/checkpoint.h"
-#include "pitrain/train.h"
+#include "pitrain/fit.h"
 
 using namespace pitrain;
 
@@ -41,17 +41,15 @@ TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") 
   Model distributed(spec, classes), reference(spec, classes);
   distributed.init_params(3), reference.init_params(3);
   Adam opt_d(distributed.num_params()), opt_r(reference.num_params());
-  GradientSync sync(comm, distributed.params().data(), distributed.num_params(), {});
-  std::vector<float> x(size_t(P * b) * kImagePixels);
-  std::vector<int64_t> idx(size_t(P * b));
-  std::vector<int32_t> y(size_t(P * b));
+  auto sync = make_sync_strategy(comm, distributed.params().data(), distributed.num_params(), {});
   for (int step = 0; step < 3; ++step) {
     const Split global = test::synthetic_split(P * b, classes, uint64_t(10 + step));
-    for (int i = 0; i < P * b; ++i) idx[size_t(i)] = i;
-    make_batch(global, idx.data(), P * b, x.data(), y.data());
-    train_step(distributed, opt_d, sync, x.data() + comm.rank() * b * kImagePixels, y.data() + comm.rank() * b, b,
-               1e-2f, {}, step);
-    reference.forward_backward(x.data(), y.data(), P * b, {});
+    BatchLoader loader(global, P * b);
+    loader.reset_in_order();
+    const Batch all = loader.next();
+    train_step(distributed, opt_d, *sync, all.x + comm.rank() * b * kImagePixels, all.y + comm.rank() * b, b, 1e-2f,
+               {}, step);
+    reference.forward_backward(all.x, all.y, P * b, {});
     opt_r.step(reference.params().data(), reference.grads().data(), reference.num_params(), 1e-2f);
   }
   double worst = 0;
@@ -166,10 +164,10 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
     o.sync_every = 2;
     o.overlap = overlap;
     std::vector<float> p = start;
-    GradientSync sync(comm, p.data(), n, o);
+    auto sync = make_sync_strategy(comm, p.data(), n, o);
     for (int step = 0; step < 4; ++step) {
       for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
-      sync.maybe_average_parameters(p.data(), step, false);
+      sync->after_update(p.data(), step);
       if (step == 1 && !overlap) {  // averaged at once
         for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == start[size_t(i)] + mean_update(0, i) + mean_update(1, i));
       }
@@ -179,7 +177,7 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
                                        update(comm.rank(), 2, i) + update(comm.rank(), 3, i)));
       }
     }
-    sync.maybe_average_parameters(p.data(), 3, true);  // the epoch end: every rank the same
+    sync->agree(p.data(), 3);  // the epoch end: every rank the same
     for (int64_t i = 0; i < n; ++i) {
       float want = start[size_t(i)];
       for (int step = 0; step < 4; ++step) want += mean_update(step, i);

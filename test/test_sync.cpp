@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "pitrain/rng.h"
-#include "pitrain/sync.h"
+#include "pitrain/wire.h"
 
 using namespace pitrain;
 
@@ -37,21 +37,18 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
   Comm comm;  // one rank: the allreduce is the identity, so "sent" is what finish() returns
   const int64_t n = 5000;
   for (WireType wire : {WireType::fp16, WireType::bf16}) {
-    SyncOptions o;
-    o.wire = wire;
-    o.error_feedback = true;
-    const std::vector<float> params(size_t(n), 0.0f);
-    GradientSync sync(comm, params.data(), n, o);
+    auto average = make_wire_average(wire, comm, n, true);
     std::vector<double> truth(size_t(n), 0.0), sent(size_t(n), 0.0);
     for (uint64_t step = 0; step < 5; ++step) {
       std::vector<float> g(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) g[size_t(i)] = (uniform01(step, uint64_t(i)) - 0.5f) * 1e-3f;
       for (int64_t i = 0; i < n; ++i) truth[size_t(i)] += g[size_t(i)];
-      sync.finish(g.data());
-      for (int64_t i = 0; i < n; ++i) sent[size_t(i)] += g[size_t(i)];
+      average->start(g.data(), 0, n);
+      const std::vector<float>& got = average->finish();
+      for (int64_t i = 0; i < n; ++i) sent[size_t(i)] += got[size_t(i)];
       double worst = 0;
       for (int64_t i = 0; i < n; ++i)
-        worst = std::max(worst, std::abs(sent[size_t(i)] + sync.residual()[size_t(i)] - truth[size_t(i)]));
+        worst = std::max(worst, std::abs(sent[size_t(i)] + average->residual()[size_t(i)] - truth[size_t(i)]));
       CHECK(worst < 1e-9);  // float rounding of the running sums only; one 16-bit step is ~1e-6
     }
   }

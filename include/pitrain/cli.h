@@ -3,6 +3,7 @@
 #pragma once
 #include <cxxopts.hpp>
 #include <string>
+#include <vector>
 
 #include "pitrain/comm.h"
 
@@ -17,5 +18,10 @@ int predict(int argc, char** argv, Comm& comm);
 // Parses, turning cxxopts' exceptions into UsageError. Returns false after printing --help
 // (rank 0), in which case the subcommand returns 0.
 bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result);
+
+// UsageError(message) unless ok.
+void require(bool ok, const std::string& message);
+// UsageError "--flag value: use a, b or c" unless value is one of choices.
+void require_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& choices);
 
 }  // namespace pitrain::cli

@@ -30,12 +30,32 @@ struct RankSlice {
 // shapes, dtypes and the label range against class_names.
 RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size);
 
-// Batching. x gets (n, 28, 28, 1) floats in [0, 1], y the labels, of the rows idx[0..n).
-void make_batch(const Split& split, const int64_t* idx, int n, float* x, int32_t* y);
+struct Batch {
+  const float* x;    // (n, 28, 28, 1) in [0, 1]
+  const int32_t* y;  // (n,)
+  int n;
+};
 
-// One epoch's sample order on one rank: `count` indices into its slice of `rows`, taken from as
-// many seeded permutations as needed; a pure function of (seed, rank, epoch).
-std::vector<int64_t> epoch_order(int64_t rows, int64_t count, uint64_t seed, int rank, int64_t epoch);
+// Batches of a split, as llm.c's dataloader: reset for a pass, then next() until has_next() is
+// false. Holds one batch's buffers; the split must outlive it.
+class BatchLoader {
+ public:
+  BatchLoader(const Split& split, int batch_size);
+  // A training epoch on one rank: `steps` full batches drawn from as many seeded permutations of
+  // the split as needed (a pure function of seed, rank and epoch), starting at batch `first`.
+  void reset_shuffled(uint64_t seed, int rank, int64_t epoch, int64_t steps, int64_t first);
+  void reset_in_order();  // every row once, in order; the last batch may be short
+  bool has_next() const { return pos_ < order_.size(); }
+  Batch next();
+
+ private:
+  const Split& split_;
+  int batch_size_;
+  std::vector<int64_t> order_;  // rows of the pass
+  size_t pos_ = 0;
+  std::vector<float> x_;  // (batch_size, 28, 28, 1)
+  std::vector<int32_t> y_;
+};
 
 void write_dataset(const std::string& path, const Split& train, const Split& val,
                    const std::vector<std::string>& class_names,

@@ -45,6 +45,7 @@ class File {
   template <class T>
   void write(const std::string& name, const std::vector<hsize_t>& dims, const T* data);
   bool exists(const std::string& name) const;
+  std::vector<std::string> members(const std::string& group) const;  // names in a group; none if absent
   std::vector<hsize_t> shape(const std::string& name) const;
   H5T_class_t type_class(const std::string& name) const;
   size_t type_size(const std::string& name) const;

@@ -13,26 +13,30 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;
-  // `local_of` > 1: local SGD, `grads` is this rank's own gradient and its step will be averaged
-  // with those of `local_of` ranks (1: the gradients were already averaged).
-  virtual void step(float* params, const float* grads, int64_t n, float lr, int local_of = 1) = 0;
+  virtual void step(float* params, const float* grads, int64_t n, float lr) = 0;
   // Named state buffers, for checkpoints.
   virtual std::vector<std::pair<std::string, std::vector<float>*>> state() = 0;
+  // How noisy the gradients given to step() are against the ones the update is meant for: 1
+  // (the default) when they are those; 1/P when each is one of P samples whose mean is what
+  // counts, so that only that share of their variance belongs to the mean (local SGD).
+  void set_noise_share(float share) { noise_share_ = share; }
   int64_t iterations = 0;  // steps taken (Keras' optimizer.iterations)
+
+ protected:
+  float noise_share_ = 1.0f;
 };
 
 // Adam as Keras has it: beta1 0.9, beta2 0.999, epsilon 1e-7 outside the square root.
-// In local SGD (local_of = P > 1) the second moment is estimated for the average of P ranks'
-// gradients, the one synchronous training divides by: a rank's own gradient g has
-// E[g^2] = mu^2 + s^2, the P-rank average mu^2 + s^2 / P. With mu estimated by the bias-corrected
-// first moment m^, v is fed g^2 / P + (1 - 1/P) m^2 instead of g^2. Plain per-rank Adam takes
-// steps up to sqrt(P) shorter on noisy weights and ended 1.2 points of validation accuracy below
-// per-step sync even at K = 2 (bench/RESULTS.md).
+// With a noise share s < 1 (set_noise_share) the second moment is estimated for the mean the
+// gradients sample: a gradient g has E[g^2] = mu^2 + sigma^2, the mean of 1/s of them
+// mu^2 + s sigma^2. With mu estimated by the bias-corrected first moment m^, v is fed
+// s g^2 + (1 - s) m^2 instead of g^2. Without it, local SGD's per-rank Adam takes steps up to
+// sqrt(P) shorter on noisy weights and loses accuracy against per-step sync (bench/RESULTS.md).
 class Adam : public Optimizer {
  public:
   explicit Adam(int64_t n, float beta1 = 0.9f, float beta2 = 0.999f, float epsilon = 1e-7f);
   std::string name() const override { return "adam"; }
-  void step(float* params, const float* grads, int64_t n, float lr, int local_of = 1) override;
+  void step(float* params, const float* grads, int64_t n, float lr) override;
   std::vector<std::pair<std::string, std::vector<float>*>> state() override { return {{"m", &m_}, {"v", &v_}}; }
 
  private:
@@ -45,8 +49,8 @@ class Sgd : public Optimizer {
  public:
   Sgd(int64_t n, float momentum);
   std::string name() const override { return "sgd"; }
-  // Linear in the gradient, so averaging local steps needs no correction: local_of is unused.
-  void step(float* params, const float* grads, int64_t n, float lr, int local_of = 1) override;
+  // Linear in the gradient: the mean of the steps is the step of the mean, whatever the noise.
+  void step(float* params, const float* grads, int64_t n, float lr) override;
   std::vector<std::pair<std::string, std::vector<float>*>> state() override { return {{"velocity", &velocity_}}; }
 
  private:
@@ -54,8 +58,9 @@ class Sgd : public Optimizer {
   std::vector<float> velocity_;
 };
 
-// "adam" or "sgd"; UsageError otherwise.
+// The optimizers by name (optimizer_names()); an Error for any other name.
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, int64_t n, float momentum);
+std::vector<std::string> optimizer_names();
 
 // Constant, or a linear warm-up from `start` to `peak` over `warmup_steps` (Goyal et al.).
 struct LrSchedule {

@@ -5,7 +5,7 @@
 #include "pitrain/checkpoint.h"
 #include "pitrain/cli.h"
 #include "pitrain/error.h"
-#include "pitrain/train.h"
+#include "pitrain/evaluate.h"
 
 namespace pitrain::cli {
 

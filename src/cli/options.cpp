@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 
 #include "pitrain/cli.h"
@@ -20,6 +21,17 @@ bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, c
     throw UsageError(options.program() + ": unexpected argument '" + result.unmatched()[0] + "'; see `pitrain " +
                      options.program() + " --help`");
   return true;
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw UsageError(message);
+}
+
+void require_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& choices) {
+  std::string list;
+  for (size_t i = 0; i < choices.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  require(std::find(choices.begin(), choices.end(), value) != choices.end(), flag + " " + value + ": use " + list);
 }
 
 }  // namespace pitrain::cli

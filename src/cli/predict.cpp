@@ -7,7 +7,6 @@
 #include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/image_input.h"
-#include "pitrain/train.h"
 
 namespace pitrain::cli {
 
@@ -26,12 +25,11 @@ int predict(int argc, char** argv, Comm& comm) {
   const int classes = ckpt.model.classes(), top = std::min(3, classes);
   for (const auto& file : r["files"].as<std::vector<std::string>>()) {
     const ImageArray images = read_prediction_input(file);
-    Split split{images.pixels, std::vector<int32_t>(size_t(images.rows), 0)};
-    std::vector<float> x(kImagePixels);
-    int32_t unused_label;
-    for (int64_t i = 0; i < images.rows; ++i) {
-      make_batch(split, &i, 1, x.data(), &unused_label);
-      const float* logits = ckpt.model.forward(x.data(), 1, Context{});
+    const Split split{images.pixels, std::vector<int32_t>(size_t(images.rows), 0)};
+    BatchLoader loader(split, 1);
+    loader.reset_in_order();
+    for (int64_t i = 0; loader.has_next(); ++i) {
+      const float* logits = ckpt.model.forward(loader.next().x, 1, Context{});
       std::vector<float> p(logits, logits + classes);
       softmax_rows(p.data(), 1, classes);
       std::vector<int> order(static_cast<size_t>(classes));

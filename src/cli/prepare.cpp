@@ -3,7 +3,6 @@
 
 #include "pitrain/cli.h"
 #include "pitrain/prepare.h"
-#include "pitrain/train.h"
 
 namespace pitrain::cli {
 

@@ -1,9 +1,32 @@
+#include <cmath>
 #include <iostream>
 
 #include "pitrain/cli.h"
-#include "pitrain/train.h"
+#include "pitrain/fit.h"
 
 namespace pitrain::cli {
+namespace {
+
+void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
+  require(!o.data.empty(), "train: --data FILE.h5 is required (make one with `pitrain prepare`)");
+  require(o.epochs > 0, "--epochs must be a positive integer, got " + std::to_string(o.epochs));
+  require(o.batch_size > 0, "--batch-size must be a positive integer, got " + std::to_string(o.batch_size));
+  require(o.steps_per_epoch >= 0, "--steps-per-epoch must be 0 (one pass) or positive");
+  require(o.lr > 0 && std::isfinite(o.lr), "--lr must be a positive number");
+  require(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1)");
+  require_choice("--optimizer", o.optimizer, optimizer_names());
+  require_choice("--lr-scaling", r["lr-scaling"].as<std::string>(), {"none", "linear"});
+  require(o.warmup_epochs >= 0, "--warmup-epochs must be 0 or positive");
+  require(o.threads >= 0, "--threads must be 0 (automatic) or positive");
+  require(o.checkpoint_every > 0, "--checkpoint-every must be a positive number of epochs");
+  require(o.stall_timeout >= 0, "--stall-timeout must be 0 (off) or a positive number of seconds");
+  require_choice("--grad-dtype", r["grad-dtype"].as<std::string>(), wire_type_names());
+  require(o.sync.sync_every >= 1, "--sync-every must be a positive number of steps");
+  require(o.sync.sync_warmup >= 0, "--sync-warmup must be 0 or positive");
+  require(r["bucket-kb"].as<int64_t>() > 0, "--bucket-kb must be positive");
+}
+
+}  // namespace
 
 int train(int argc, char** argv, Comm& comm) {
   TrainOptions o;
@@ -17,7 +40,7 @@ int train(int argc, char** argv, Comm& comm) {
     ("optimizer", "adam or sgd", cxxopts::value(o.optimizer)->default_value("adam"))
     ("lr", "Learning rate", cxxopts::value(o.lr)->default_value("0.001"))
     ("momentum", "SGD momentum", cxxopts::value(o.momentum)->default_value("0"))
-    ("lr-scaling", "none, or linear: lr x ranks after a linear warm-up", cxxopts::value(o.lr_scaling)->default_value("none"))
+    ("lr-scaling", "none, or linear: lr x ranks after a linear warm-up", cxxopts::value<std::string>()->default_value("none"))
     ("warmup-epochs", "Epochs of linear warm-up with --lr-scaling linear", cxxopts::value(o.warmup_epochs)->default_value("0"))
     ("seed", "Seed of weights, shuffles and dropout", cxxopts::value(o.seed)->default_value("0"))
     ("threads", "Compute threads a rank (0 = cores / ranks on the node)", cxxopts::value(o.threads)->default_value("0"))
@@ -38,7 +61,9 @@ int train(int argc, char** argv, Comm& comm) {
     ("bucket-kb", "Bucket size for --overlap", cxxopts::value<int64_t>()->default_value("1024"));
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
-  o.sync.wire = parse_wire_type(r["grad-dtype"].as<std::string>());
+  check_train_flags(o, r);
+  o.linear_lr_scaling = r["lr-scaling"].as<std::string>() == "linear";
+  o.sync.wire = *wire_type_named(r["grad-dtype"].as<std::string>());
   o.sync.bucket_bytes = r["bucket-kb"].as<int64_t>() * 1024;
   fit(o, comm, std::cout);
   return 0;

@@ -7,26 +7,41 @@
 
 namespace pitrain {
 
-void make_batch(const Split& split, const int64_t* idx, int n, float* x, int32_t* y) {
-  constexpr float scale = 1.0f / 255.0f;
-  for (int i = 0; i < n; ++i) {
-    const uint8_t* src = &split.images[size_t(idx[i]) * kImagePixels];
-    float* dst = x + int64_t(i) * kImagePixels;
-    for (int p = 0; p < kImagePixels; ++p) dst[p] = float(src[p]) * scale;
-    y[i] = split.labels[size_t(idx[i])];
-  }
-}
+BatchLoader::BatchLoader(const Split& split, int batch_size)
+    : split_(split), batch_size_(batch_size), x_(size_t(batch_size) * kImagePixels), y_(size_t(batch_size)) {}
 
-std::vector<int64_t> epoch_order(int64_t rows, int64_t count, uint64_t seed, int rank, int64_t epoch) {
-  std::vector<int64_t> order, perm(static_cast<size_t>(rows));
-  order.reserve(size_t(count));
-  for (uint64_t round = 0; int64_t(order.size()) < count; ++round) {
+void BatchLoader::reset_shuffled(uint64_t seed, int rank, int64_t epoch, int64_t steps, int64_t first) {
+  const int64_t rows = split_.size(), count = steps * batch_size_;
+  std::vector<int64_t> perm(static_cast<size_t>(rows));
+  order_.clear();
+  order_.reserve(size_t(count));
+  for (uint64_t round = 0; int64_t(order_.size()) < count; ++round) {
     std::iota(perm.begin(), perm.end(), 0);
     shuffle_with_key(perm, rng_key(seed, uint64_t(rank), uint64_t(epoch), round));
-    const int64_t take = std::min<int64_t>(rows, count - int64_t(order.size()));
-    order.insert(order.end(), perm.begin(), perm.begin() + take);
+    const int64_t take = std::min<int64_t>(rows, count - int64_t(order_.size()));
+    order_.insert(order_.end(), perm.begin(), perm.begin() + take);
   }
-  return order;
+  pos_ = size_t(std::min(first, steps) * batch_size_);
+}
+
+void BatchLoader::reset_in_order() {
+  order_.resize(size_t(split_.size()));
+  std::iota(order_.begin(), order_.end(), 0);
+  pos_ = 0;
+}
+
+Batch BatchLoader::next() {
+  constexpr float scale = 1.0f / 255.0f;
+  const int n = int(std::min<size_t>(size_t(batch_size_), order_.size() - pos_));
+  for (int i = 0; i < n; ++i) {
+    const size_t row = size_t(order_[pos_ + size_t(i)]);
+    const uint8_t* src = &split_.images[row * kImagePixels];
+    float* dst = x_.data() + int64_t(i) * kImagePixels;
+    for (int p = 0; p < kImagePixels; ++p) dst[p] = float(src[p]) * scale;
+    y_[size_t(i)] = split_.labels[row];
+  }
+  pos_ += size_t(n);
+  return {x_.data(), y_.data(), n};
 }
 
 }  // namespace pitrain

@@ -62,6 +62,23 @@ bool File::exists(const std::string& name) const {
   return H5Lexists(id(), name.c_str(), H5P_DEFAULT) > 0;
 }
 
+std::vector<std::string> File::members(const std::string& group) const {
+  std::vector<std::string> names;
+  if (!exists(group)) return names;
+  Handle g(H5Gopen2(id(), group.c_str(), H5P_DEFAULT), H5Gclose);
+  H5G_info_t info;
+  if (g.get() < 0 || H5Gget_info(g.get(), &info) < 0) throw Error(path_ + ": " + group + " is not a readable group");
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t len = H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (len < 0) throw Error(path_ + ": cannot read the names in " + group);
+    std::string name(size_t(len) + 1, '\0');
+    H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT);
+    name.resize(size_t(len));
+    names.push_back(name);
+  }
+  return names;
+}
+
 Handle File::open_dataset(const std::string& name) const {
   if (!exists(name)) throw Error(path_ + ": dataset " + name + " is missing");
   Handle ds(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose);

@@ -82,9 +82,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.state.step = int64_t(f.attr_double("step"));
   c.state.epoch_step = f.has_attr("epoch_step") ? int64_t(f.attr_double("epoch_step")) : 0;
   c.state.seed = std::stoull(f.attr_string("seed"));
-  for (const char* key : {"m", "v", "velocity"})
-    if (f.exists(std::string("/optimizer_weights/") + key))
-      c.optimizer_state[key] = f.read_all<float>(std::string("/optimizer_weights/") + key);
+  for (const auto& name : f.members("/optimizer_weights"))  // the optimizer's own names (Optimizer::state)
+    c.optimizer_state[name] = f.read_all<float>("/optimizer_weights/" + name);
   return c;
 }
 

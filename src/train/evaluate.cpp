@@ -1,9 +1,8 @@
+#include "pitrain/evaluate.h"
+
 #include <algorithm>
-#include <numeric>
 
 #include "pitrain/error.h"
-#include "pitrain/image_files.h"
-#include "pitrain/train.h"
 
 namespace pitrain {
 
@@ -15,22 +14,18 @@ Evaluation evaluate(Model& model, const Split& local, Comm& comm) {
   const int classes = model.classes();
   // [loss sum, correct, count, confusion...]: one allreduce for all of it.
   std::vector<double> sums(3 + size_t(classes) * classes, 0.0);
-  std::vector<float> x(size_t(kEvalBatch) * kImagePixels);
-  std::vector<int32_t> y(kEvalBatch);
-  std::vector<int64_t> idx(kEvalBatch);
+  BatchLoader loader(local, kEvalBatch);
   const Context ctx{false, 0};
-  for (int64_t first = 0; first < local.size(); first += kEvalBatch) {
-    const int n = int(std::min<int64_t>(kEvalBatch, local.size() - first));
-    std::iota(idx.begin(), idx.begin() + n, first);
-    make_batch(local, idx.data(), n, x.data(), y.data());
-    const float* logits = model.forward(x.data(), n, ctx);
-    const LossStats st = softmax_cross_entropy(logits, y.data(), n, classes, nullptr, 0.0f);
+  for (loader.reset_in_order(); loader.has_next();) {
+    const Batch b = loader.next();
+    const float* logits = model.forward(b.x, b.n, ctx);
+    const LossStats st = softmax_cross_entropy(logits, b.y, b.n, classes, nullptr, 0.0f);
     sums[0] += st.loss_sum;
     sums[1] += double(st.correct);
-    sums[2] += n;
-    for (int i = 0; i < n; ++i) {
+    sums[2] += b.n;
+    for (int i = 0; i < b.n; ++i) {
       const float* z = logits + int64_t(i) * classes;
-      sums[3 + size_t(y[i]) * classes + size_t(std::max_element(z, z + classes) - z)] += 1;
+      sums[3 + size_t(b.y[i]) * classes + size_t(std::max_element(z, z + classes) - z)] += 1;
     }
   }
   comm.allreduce_sum(sums.data(), int64_t(sums.size()));

@@ -1,13 +1,16 @@
 // Keras-style progress: "Epoch 3/32" then
 // "256/256 [==============================] - 4s 15ms/step - loss: 0.6100 - accuracy: 0.8200 ...".
+#include "pitrain/progress.h"
+
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "pitrain/train.h"
+#include "pitrain/matrix.h"
 
 namespace pitrain {
 namespace {
@@ -31,12 +34,36 @@ bool stdout_is_terminal() {
 
 std::string metrics(double loss, double acc) { return " - loss: " + fmt("%.4f", loss) + " - accuracy: " + fmt("%.4f", acc); }
 
+std::string bytes_text(double b) {
+  return b >= 1e6 ? fmt("%.1fMB", b / 1e6) : b >= 1e3 ? fmt("%.0fKB", b / 1e3) : fmt("%.0fB", b);
+}
+
+std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n > 1 ? "s" : ""); }
+
 }  // namespace
 
-ProgressBar::ProgressBar(std::ostream& out, bool enabled)
-    : out_(out), enabled_(enabled), live_(enabled && stdout_is_terminal()) {}
+TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunInfo& run, bool speaks)
+    : out_(out),
+      opts_(opts),
+      run_(run),
+      speaks_(speaks),
+      progress_(speaks && !opts.json),
+      live_(progress_ && stdout_is_terminal()) {
+  if (speaks && !opts.log_csv.empty()) {
+    const bool append = run.resumed_after_step >= 0 && std::ifstream(opts.log_csv).good();
+    csv_.open(opts.log_csv, append ? std::ios::app : std::ios::trunc);
+    if (!append) csv_ << "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds\n";
+  }
+  if (!progress_) return;
+  out_ << "pitrain: " << plural(run.ranks, "rank") << " x " << plural(run.threads, "thread") << ", "
+       << run.train_images << " train / " << run.val_images << " val images, " << run.classes << " classes, model "
+       << run.model_spec << " (" << run.params << " params), batch " << opts.batch_size << " a rank ("
+       << opts.batch_size * run.ranks << " global), " << run.steps_per_epoch << " steps an epoch"
+       << (run.resumed_after_step >= 0 ? ", resumed after step " + std::to_string(run.resumed_after_step) : "")
+       << "\n" << std::flush;
+}
 
-std::string ProgressBar::bar(int64_t step) const {
+std::string TrainReport::bar(int64_t step) const {
   const int width = 30, done = int(width * step / std::max<int64_t>(steps_, 1));
   std::string b = std::to_string(step) + "/" + std::to_string(steps_) + " [";
   b += std::string(size_t(std::max(done - 1, 0)), '=');
@@ -44,12 +71,12 @@ std::string ProgressBar::bar(int64_t step) const {
   return b + std::string(size_t(width - done), '.') + "]";
 }
 
-void ProgressBar::start_epoch(int epoch, int epochs, int64_t steps) {
-  epoch_ = epoch, epochs_ = epochs, steps_ = steps, last_draw_ = -1;
-  if (live_) out_ << "Epoch " << epoch << "/" << epochs << "\n" << std::flush;
+void TrainReport::start_epoch(int epoch, int64_t steps) {
+  epoch_ = epoch, steps_ = steps, last_draw_ = -1;
+  if (live_) out_ << "Epoch " << epoch << "/" << opts_.epochs << "\n" << std::flush;
 }
 
-void ProgressBar::update(int64_t step, double loss, double accuracy, double seconds, double mpi_share) {
+void TrainReport::update(int64_t step, double loss, double accuracy, double seconds, double mpi_share) {
   if (!live_ || (seconds - last_draw_ < 0.1 && step < steps_)) return;
   last_draw_ = seconds;
   const double eta = seconds / double(step) * double(steps_ - step);
@@ -57,27 +84,64 @@ void ProgressBar::update(int64_t step, double loss, double accuracy, double seco
        << " - mpi: " << fmt("%.0f%%", 100 * mpi_share) << "\033[K" << std::flush;
 }
 
-namespace {
-
-std::string bytes_text(double b) {
-  return b >= 1e6 ? fmt("%.1fMB", b / 1e6) : b >= 1e3 ? fmt("%.0fKB", b / 1e3) : fmt("%.0fB", b);
-}
-
-}  // namespace
-
-void ProgressBar::end_epoch(const EpochResult& r, int64_t steps) {
-  if (!enabled_) return;
-  const double mpi_share = r.mpi_seconds / r.seconds;
-  const std::string line = bar(steps) + " - " + fmt("%.0fs", r.seconds) + " " +
-                           fmt("%.0fms/step", 1e3 * r.seconds / double(steps)) + metrics(r.loss, r.accuracy) +
+void TrainReport::end_epoch(const EpochResult& r) {
+  last_ = r;
+  train_seconds_ += r.seconds, mpi_seconds_ += r.mpi_seconds, bytes_ += r.bytes_sent, steps_run_ += r.steps;
+  if (csv_.is_open())
+    csv_ << r.epoch << ',' << r.loss << ',' << r.accuracy << ',' << r.val_loss << ',' << r.val_accuracy << ','
+         << r.seconds << ',' << r.mpi_seconds << std::endl;
+  if (!progress_) return;
+  const std::string line = bar(r.steps) + " - " + fmt("%.0fs", r.seconds) + " " +
+                           fmt("%.0fms/step", 1e3 * r.seconds / double(r.steps)) + metrics(r.loss, r.accuracy) +
                            " - val_loss: " + fmt("%.4f", r.val_loss) + " - val_accuracy: " + fmt("%.4f", r.val_accuracy) +
-                           " - mpi: " + fmt("%.0f%%", 100 * mpi_share) + " " +
-                           bytes_text(double(r.bytes_sent) / double(steps)) + "/step";
+                           " - mpi: " + fmt("%.0f%%", 100 * r.mpi_seconds / r.seconds) + " " +
+                           bytes_text(double(r.bytes_sent) / double(r.steps)) + "/step";
   if (live_)
     out_ << "\r" << line << "\033[K\n";
   else
-    out_ << "Epoch " << epoch_ << "/" << epochs_ << "  " << line << "\n";
+    out_ << "Epoch " << epoch_ << "/" << opts_.epochs << "  " << line << "\n";
   out_ << std::flush;
+}
+
+void TrainReport::stopped(const char* signal, int64_t step, int epoch, int64_t epoch_step,
+                          const std::string& checkpoint) {
+  if (!speaks_) return;
+  out_ << "\npitrain: stopped by " << signal << " after step " << step << " (epoch " << epoch << ", step "
+       << epoch_step << " of " << run_.steps_per_epoch << "); saved " << checkpoint
+       << "; continue with the same command plus --resume " << checkpoint << std::endl;
+}
+
+void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
+  if (progress_ && !opts_.checkpoint.empty())
+    out_ << "saved " << opts_.checkpoint << " (epoch " << epoch << ", step " << step << ")\n";
+  if (!speaks_ || !opts_.json || steps_run_ == 0) return;
+  const double images = double(run_.ranks) * opts_.batch_size * double(steps_run_);
+  const nlohmann::ordered_json j = {
+      {"ranks", run_.ranks},
+      {"threads", run_.threads},
+      {"batch_per_rank", opts_.batch_size},
+      {"steps", steps_run_},
+      {"steps_per_epoch", run_.steps_per_epoch},
+      {"train_seconds", train_seconds_},
+      {"images_per_second", images / train_seconds_},
+      {"ms_per_step", 1e3 * train_seconds_ / double(steps_run_)},
+      {"val_accuracy", last_.val_accuracy},
+      {"val_loss", last_.val_loss},
+      {"params", run_.params},
+      {"mpi_seconds", mpi_seconds_},
+      {"mpi_share", mpi_seconds_ / train_seconds_},
+      {"bytes_per_step", bytes_ / steps_run_},
+      {"wall_seconds", wall_seconds},
+      {"epochs", last_.epoch},
+      {"model", run_.model_spec},
+      {"optimizer", opts_.optimizer},
+      {"lr", std::stod(fmt("%.6g", opts_.lr))},  // as given, not float's 0.0010000000474974513
+      {"gemm", gemm_backend()},
+      {"sync_every", opts_.sync.sync_every},
+      {"grad_dtype", wire_type_name(opts_.sync.wire)},
+      {"overlap", opts_.sync.overlap},
+  };
+  out_ << j.dump() << "\n";
 }
 
 }  // namespace pitrain

@@ -1,19 +1,19 @@
-// The data-parallel fit loop (Keras' fit under mpirun), validation and evaluation.
+// The data-parallel fit loop: Keras' fit under mpirun. Every rank trains on its own slice of
+// the data; the sync strategy (sync.h) decides how the ranks' models meet.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 #include "pitrain/comm.h"
-#include "pitrain/dataset.h"
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
 #include "pitrain/sync.h"
 
 namespace pitrain {
 
+// What `pitrain train` was asked for; the command line checks the values (cli/train.cpp).
 struct TrainOptions {
   std::string data;
   std::string model = "cnn";
@@ -23,7 +23,7 @@ struct TrainOptions {
   int batch_size = 32;          // per rank
   float lr = 1e-3f;
   float momentum = 0.0f;        // sgd only
-  std::string lr_scaling = "none";  // or "linear": lr x ranks, reached by a linear warm-up
+  bool linear_lr_scaling = false;  // lr x ranks, reached by a linear warm-up
   double warmup_epochs = 0;
   uint64_t seed = 0;
   int threads = 0;              // 0: the node's cores / ranks on the node
@@ -41,6 +41,7 @@ struct EpochResult {
   int epoch = 0;
   double loss = 0, accuracy = 0, val_loss = 0, val_accuracy = 0;
   double seconds = 0, mpi_seconds = 0;
+  int64_t steps = 0;       // run in this epoch (fewer after a resume mid-epoch)
   int64_t bytes_sent = 0;  // by this rank, to collectives
 };
 
@@ -49,40 +50,17 @@ struct TrainResult {
   std::vector<float> params;  // final weights
 };
 
+struct StepResult {
+  LossStats stats;
+  bool grads_shared = false;  // the gradients the optimizer followed were the same on every rank
+};
+
 // One data-parallel step (number `step`, 0-based): forward and backward on this rank's batch,
-// the gradients averaged over the ranks (one allreduce of the flat buffer, or its buckets), then
-// the same optimizer step on every rank; with local SGD, the parameters averaged every K steps.
-LossStats train_step(Model& model, Optimizer& opt, GradientSync& sync, const float* x, const int32_t* y, int n,
-                     float lr, const Context& ctx, int64_t step);
+// the gradients met as the strategy says, then the optimizer step.
+StepResult train_step(Model& model, Optimizer& opt, SyncStrategy& sync, const float* x, const int32_t* y, int n,
+                      float lr, const Context& ctx, int64_t step);
 
 // Trains as the options say; rank 0 prints progress to `out`.
 TrainResult fit(const TrainOptions& opts, Comm& comm, std::ostream& out);
-
-struct Evaluation {
-  int classes = 0;
-  int64_t count = 0;
-  double loss = 0, accuracy = 0;
-  std::vector<int64_t> confusion;  // (classes, classes): row = true label, column = prediction
-};
-
-// Every rank evaluates its slice; the sums are allreduced, so every rank gets the whole figure.
-Evaluation evaluate(Model& model, const Split& local, Comm& comm);
-
-// Rank 0's Keras-style progress: a live bar on a terminal, one line an epoch otherwise.
-class ProgressBar {
- public:
-  ProgressBar(std::ostream& out, bool enabled);
-  void start_epoch(int epoch, int epochs, int64_t steps);
-  void update(int64_t step, double loss, double accuracy, double seconds, double mpi_share);
-  void end_epoch(const EpochResult& r, int64_t steps);
-
- private:
-  std::string bar(int64_t step) const;
-  std::ostream& out_;
-  bool enabled_, live_;
-  int epoch_ = 0, epochs_ = 0;
-  int64_t steps_ = 0;
-  double last_draw_ = -1;
-};
 
 }  // namespace pitrain

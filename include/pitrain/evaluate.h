@@ -1,0 +1,22 @@
+// Loss, accuracy and confusion matrix of a model over a split that the ranks share.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "pitrain/comm.h"
+#include "pitrain/dataset.h"
+#include "pitrain/model.h"
+
+namespace pitrain {
+
+struct Evaluation {
+  int classes = 0;
+  int64_t count = 0;
+  double loss = 0, accuracy = 0;
+  std::vector<int64_t> confusion;  // (classes, classes): row = true label, column = prediction
+};
+
+// Every rank evaluates its slice; the sums are allreduced, so every rank gets the whole figure.
+Evaluation evaluate(Model& model, const Split& local, Comm& comm);
+
+}  // namespace pitrain

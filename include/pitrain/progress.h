@@ -1,0 +1,50 @@
+// What a training run tells the user, all from rank 0: the banner, Keras-style progress (a
+// live bar on a terminal, one line an epoch otherwise), the --log CSV, and with --json one line
+// of machine-readable figures at the end instead of the progress output.
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <iosfwd>
+#include <string>
+
+#include "pitrain/fit.h"
+
+namespace pitrain {
+
+// The facts of a run that the banner and the JSON line describe.
+struct RunInfo {
+  int ranks = 1, threads = 1;
+  int64_t train_images = 0, val_images = 0, classes = 0;
+  std::string model_spec;
+  int64_t params = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t resumed_after_step = -1;  // -1: a fresh run
+};
+
+class TrainReport {
+ public:
+  // `speaks`: this rank reports (rank 0; the others stay silent). Prints the banner; opens the
+  // CSV log, appending when the run resumes and the log exists.
+  TrainReport(std::ostream& out, const TrainOptions& opts, const RunInfo& run, bool speaks);
+  void start_epoch(int epoch, int64_t steps);
+  void update(int64_t step, double loss, double accuracy, double seconds, double mpi_share);
+  void end_epoch(const EpochResult& r);  // the epoch's line and CSV row
+  void stopped(const char* signal, int64_t step, int epoch, int64_t epoch_step, const std::string& checkpoint);
+  void finish(int64_t epoch, int64_t step, double wall_seconds);  // "saved ..." or the JSON line
+
+ private:
+  std::string bar(int64_t step) const;
+  std::ostream& out_;
+  const TrainOptions& opts_;
+  RunInfo run_;
+  bool speaks_, progress_, live_;  // progress_: not --json; live_: redraw a bar on a terminal
+  std::ofstream csv_;
+  int epoch_ = 0;
+  int64_t steps_ = 0;
+  double last_draw_ = -1;
+  EpochResult last_;
+  double train_seconds_ = 0, mpi_seconds_ = 0;  // over the epochs this run trained
+  int64_t bytes_ = 0, steps_run_ = 0;
+};
+
+}  // namespace pitrain

@@ -1,0 +1,66 @@
+// Wire formats: how the ranks' float vectors travel when they are averaged (fp32, or fp16 and
+// bf16 at half the bytes, with optional error feedback). Which vectors are averaged, and when,
+// is the sync strategy's concern (sync.h); a new format is one row in wire.cpp's table and a file.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pitrain/comm.h"
+
+namespace pitrain {
+
+enum class WireType { fp32, fp16, bf16 };
+std::optional<WireType> wire_type_named(const std::string& name);
+std::string wire_type_name(WireType wire);
+std::vector<std::string> wire_type_names();
+
+// IEEE binary16 and bfloat16, round to nearest even; overflow goes to infinity.
+uint16_t float_to_half(float f);
+float half_to_float(uint16_t h);
+uint16_t float_to_bf16(float f);
+float bf16_to_float(uint16_t h);
+
+// Averages an (n) float vector over the ranks, in ranges started one after another (buckets)
+// and finished together. Values are divided by P before they are summed, so a 16-bit sum of P
+// ranks cannot overflow where one rank's value would not.
+class WireAverage {
+ public:
+  WireAverage(Comm& comm, int64_t n);
+  virtual ~WireAverage();  // waits for what is still in flight
+  WireAverage(const WireAverage&) = delete;
+  WireAverage& operator=(const WireAverage&) = delete;
+
+  int64_t size() const { return n_; }
+  void start(const float* values, int64_t lo, int64_t hi);  // averages values[lo, hi)
+  // Waits for every started range; the averages (n) are valid in the ranges started.
+  const std::vector<float>& finish();
+  void progress() { comm_.progress(requests_); }  // MPI moves collectives only inside MPI calls
+  // Error feedback: what rounding dropped from the last values sent, added to the next (empty
+  // when off, or for a lossless format).
+  const std::vector<float>& residual() const { return residual_; }
+
+ protected:
+  // Puts values[lo, hi) x scale (plus the residual) in the send buffer and starts their sum.
+  virtual MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) = 0;
+  virtual void receive() {}  // after every sum arrived: turn them into averages_
+  Comm& comm_;
+  int64_t n_;
+  std::vector<float> averages_;  // (n)
+  std::vector<float> residual_;  // (n) with error feedback in a lossy format, else empty
+
+ private:
+  std::vector<MPI_Request> requests_;
+};
+
+std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, bool error_feedback);
+
+// The 16-bit formats, from wire_16bit.cpp (the table in wire.cpp lists them).
+std::unique_ptr<WireAverage> make_fp16_average(Comm& comm, int64_t n, bool error_feedback);
+std::unique_ptr<WireAverage> make_bf16_average(Comm& comm, int64_t n, bool error_feedback);
+
+}  // namespace pitrain

@@ -1,0 +1,97 @@
+// Local SGD: each rank takes K steps alone, then a round averages what the ranks learnt since
+// their last common parameters (the "anchor"), in the wire format. With overlap a round runs
+// during the next K steps and is applied at the following round, keeping the steps taken
+// meanwhile. Each rank keeps its own optimizer state: averaging Adam's moments too would
+// triple the traffic. The first sync_warmup steps average gradients, as per-step sync does.
+#include <algorithm>
+
+#include "pitrain/sync.h"
+
+namespace pitrain {
+namespace {
+
+class LocalSgd : public SyncStrategy {
+ public:
+  LocalSgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts)
+      : SyncStrategy(comm),
+        per_step_(comm, n, opts),
+        ranks_(comm.size()),
+        every_(opts.sync_every),
+        warmup_(opts.sync_warmup),
+        overlap_(opts.overlap),
+        anchor_(params, params + n),
+        delta_(size_t(n)) {}
+
+  void gradients_ready(float* grads, int64_t lo, int64_t step) override {
+    if (step < warmup_) per_step_.gradients_ready(grads, lo, step);
+    else per_step_.wire().progress();  // a round in flight
+  }
+
+  // A rank's own gradient is one of P whose mean the averaged steps follow: Adam is told, so
+  // that its second moment estimates that of the mean.
+  bool reduce_gradients(float* grads, int64_t step, Optimizer& opt) override {
+    if (step < warmup_) return per_step_.reduce_gradients(grads, step, opt);
+    opt.set_noise_share(1.0f / float(ranks_));
+    return false;
+  }
+
+  void after_update(float* params, int64_t step) override {
+    if (step < warmup_) {  // the ranks stay equal; the last warm-up step is the first anchor
+      if (step + 1 == warmup_) std::copy(params, params + anchor_.size(), anchor_.begin());
+      return;
+    }
+    if ((step + 1 - warmup_) % every_ == 0) round(params, step);
+    per_step_.wire().progress();
+  }
+
+  void agree(float* params, int64_t step) override {
+    if (step < warmup_) return;
+    round(params, step);
+    finish_round(params, step);
+    per_step_.wire().progress();
+  }
+
+ protected:
+  bool votes_at(int64_t step) const override { return step < warmup_ || (step + 1 - warmup_) % every_ == 0; }
+
+ private:
+  // Applies the round in flight, if any, and starts one of what was learnt since the anchor.
+  void round(float* params, int64_t step) {
+    if (step == started_after_) return;
+    finish_round(params, step);
+    for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i];
+    per_step_.wire().start(delta_.data(), 0, int64_t(delta_.size()));
+    round_step_ = started_after_ = step;
+    if (!overlap_) finish_round(params, step);
+  }
+
+  // New anchor = old anchor + the mean of what was sent. A rank that took steps since the round
+  // started keeps them on top of the new anchor; one that did not takes the anchor itself, so
+  // that all such ranks hold the same bits.
+  void finish_round(float* params, int64_t step) {
+    if (round_step_ < 0) return;
+    const std::vector<float>& mean = per_step_.wire().finish();
+    const bool moved = step != round_step_;
+    for (size_t i = 0; i < anchor_.size(); ++i) {
+      anchor_[i] += mean[i];
+      params[i] = moved ? params[i] + mean[i] - delta_[i] : anchor_[i];
+    }
+    round_step_ = -1;
+  }
+
+  PerStepSync per_step_;  // the warm-up, and the wire the rounds travel on
+  int ranks_, every_;
+  int64_t warmup_;
+  bool overlap_;
+  std::vector<float> anchor_, delta_;  // (n) the last common parameters; what this rank sent
+  int64_t started_after_ = -1;         // the last step after which a round started
+  int64_t round_step_ = -1;            // the step whose round is in flight; -1: none
+};
+
+}  // namespace
+
+std::unique_ptr<SyncStrategy> make_local_sgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts) {
+  return std::make_unique<LocalSgd>(comm, params, n, opts);
+}
+
+}  // namespace pitrain

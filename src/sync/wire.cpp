@@ -1,0 +1,83 @@
+// The wire formats' table, what every format shares (buckets, requests, the division by P), and
+// fp32, which sends the values as they are.
+#include "pitrain/wire.h"
+
+#include "pitrain/error.h"
+
+namespace pitrain {
+namespace {
+
+class Fp32Average : public WireAverage {
+ public:
+  Fp32Average(Comm& comm, int64_t n) : WireAverage(comm, n), out_(size_t(n)) {}
+
+ private:
+  MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
+    for (int64_t i = lo; i < hi; ++i) out_[size_t(i)] = values[i] * scale;
+    MPI_Request req;
+    comm_.start_allreduce(out_.data() + lo, averages_.data() + lo, int(hi - lo), MPI_FLOAT, MPI_SUM, &req);
+    return req;
+  }
+  std::vector<float> out_;  // (n) what this rank sends: Open MPI's libnbc reduces in place by a tree
+};
+
+std::unique_ptr<WireAverage> make_fp32_average(Comm& comm, int64_t n, bool) {
+  return std::make_unique<Fp32Average>(comm, n);
+}
+
+struct WireFormat {
+  WireType type;
+  const char* name;
+  std::unique_ptr<WireAverage> (*make)(Comm&, int64_t n, bool error_feedback);
+};
+
+const WireFormat kWireFormats[] = {
+    {WireType::fp32, "fp32", make_fp32_average},
+    {WireType::fp16, "fp16", make_fp16_average},
+    {WireType::bf16, "bf16", make_bf16_average},
+};
+
+const WireFormat& format_of(WireType wire) {
+  for (const auto& f : kWireFormats)
+    if (f.type == wire) return f;
+  throw Error("unknown wire format");
+}
+
+}  // namespace
+
+std::optional<WireType> wire_type_named(const std::string& name) {
+  for (const auto& f : kWireFormats)
+    if (name == f.name) return f.type;
+  return std::nullopt;
+}
+
+std::string wire_type_name(WireType wire) { return format_of(wire).name; }
+
+std::vector<std::string> wire_type_names() {
+  std::vector<std::string> names;
+  for (const auto& f : kWireFormats) names.push_back(f.name);
+  return names;
+}
+
+std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, bool error_feedback) {
+  return format_of(wire).make(comm, n, error_feedback);
+}
+
+WireAverage::WireAverage(Comm& comm, int64_t n) : comm_(comm), n_(n), averages_(size_t(n)) {}
+
+WireAverage::~WireAverage() {
+  if (!requests_.empty()) MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+}
+
+void WireAverage::start(const float* values, int64_t lo, int64_t hi) {
+  requests_.push_back(send(values, 1.0f / float(comm_.size()), lo, hi));
+}
+
+const std::vector<float>& WireAverage::finish() {
+  comm_.wait_all(requests_);
+  requests_.clear();
+  receive();
+  return averages_;
+}
+
+}  // namespace pitrain
