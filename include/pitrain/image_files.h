@@ -7,8 +7,13 @@
 
 namespace pitrain {
 
+// The one definition of the input size: every reader, the dataset file and the model use it.
 constexpr int kImageSide = 28;
 constexpr int kImagePixels = kImageSide * kImageSide;
+inline std::string image_size_text() { return std::to_string(kImageSide) + "x" + std::to_string(kImageSide); }
+inline std::string image_rows_shape_text() {  // "(N,28,28)"
+  return "(N," + std::to_string(kImageSide) + "," + std::to_string(kImageSide) + ")";
+}
 
 struct ImageArray {
   std::vector<uint8_t> pixels;  // (rows, 28, 28), row-major

@@ -28,7 +28,7 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
   if (s.class_names.empty()) throw Error(path + ": attribute class_names is empty");
   const auto idims = f.shape(images), ldims = f.shape(labels);
   if (idims.size() != 3 || idims[1] != kImageSide || idims[2] != kImageSide)
-    throw Error(path + ": dataset " + images + " has shape " + dims_text(idims) + ", expected (N,28,28)");
+    throw Error(path + ": dataset " + images + " has shape " + dims_text(idims) + ", expected " + image_rows_shape_text());
   if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1)
     throw Error(path + ": dataset " + images + " must be uint8 pixels");
   if (ldims.size() != 1 || ldims[0] != idims[0])

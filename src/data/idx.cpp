@@ -61,7 +61,7 @@ ImageArray parse_idx_images(const std::string& path, const std::vector<uint8_t>&
   if (a.dims.size() != 3 || a.dims[1] != kImageSide || a.dims[2] != kImageSide)
     throw Error(path + ": IDX images have " + std::to_string(a.dims.size()) + " dimensions" +
                 (a.dims.size() == 3 ? " of (N," + std::to_string(a.dims[1]) + "," + std::to_string(a.dims[2]) + ")" : "") +
-                ", expected (N,28,28)");
+                ", expected " + image_rows_shape_text());
   return {std::move(a.data), a.dims[0]};
 }
 

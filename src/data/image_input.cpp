@@ -67,7 +67,7 @@ ImageArray read_prediction_input(const std::string& path) {
   std::vector<uint8_t> px = ends_with(path, ".png") ? read_png(path, w, h) : read_pgm(path, w, h);
   if (w != kImageSide || h != kImageSide)
     throw Error(path + ": image is " + std::to_string(w) + "x" + std::to_string(h) +
-                ", expected 28x28; scale it first (README: \"Predict on your own drawing\")");
+                ", expected " + image_size_text() + "; scale it first (README: \"Predict on your own drawing\")");
   const double mean = std::accumulate(px.begin(), px.end(), 0.0) / double(px.size());
   if (mean > 127)
     for (auto& p : px) p = uint8_t(255 - p);

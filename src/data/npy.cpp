@@ -54,7 +54,8 @@ ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>&
   const bool square = shape.size() == 3 && shape[0] >= 0 && shape[1] == kImageSide && shape[2] == kImageSide;
   if (!flat && !square)
     fail("shape " + (shape_text.empty() ? std::string("missing") : shape_text) +
-         ", expected (N, 784) or (N, 28, 28) (rows of 28x28 images)");
+         ", expected (N, " + std::to_string(kImagePixels) + ") or " + image_rows_shape_text() + " (rows of " +
+         image_size_text() + " images)");
   ImageArray out;
   out.rows = shape[0];
   const uint64_t data_bytes = uint64_t(out.rows) * kImagePixels;  // 64-bit also on 32-bit Pis

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Two builds of pitrain side by side: images/s of `pitrain train --json` on one rank for the
+# models and batches the compute benchmark leads with, runs alternating between the builds,
+# medians of REPEATS. For refactors that must not cost speed (the rule: within 3 %).
+# usage: bench/compare_builds.sh OLD_PITRAIN NEW_PITRAIN [REPEATS]   (default 7)
+set -euo pipefail
+old=$1 new=$2 repeats=${3:-7}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d /tmp/pitrain-compare-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+# shellcheck source=bench/bench_data.sh
+. "$root/bench/bench_data.sh"
+prepare_bench_data "$(dirname "$new")" "$root" "$work/d.h5"
+
+cases=("cnn 32 1" "cnn 32 2" "mlp 8 1" "mlp 128 1")
+for c in "${cases[@]}"; do
+  read -r model batch threads <<<"$c"
+  steps=$((24000 / batch))
+  for r in $(seq "$repeats"); do
+    for side in old new; do
+      bin=$old; [ $side = new ] && bin=$new
+      "$bin" train --data "$work/d.h5" --model "$model" --batch-size "$batch" --threads "$threads" --epochs 1 \
+        --steps-per-epoch $steps --seed "$r" --json | tail -n 1 >>"$work/$side-$model-$batch-$threads"
+    done
+  done
+done
+
+python3 - "$work" "$repeats" "$bench_data" "${cases[@]}" <<'PY'
+import json, os, statistics, sys
+work, repeats, data, cases = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def med(name):
+    return statistics.median(json.loads(l)["images_per_second"] for l in open(os.path.join(work, name)) if l.strip())
+print(f"data: {data}; medians of {repeats} alternating runs, images/s of training steps")
+print()
+print("| model | batch | threads | old img/s | new img/s | new / old |")
+print("|---|---|---|---|---|---|")
+for c in cases:
+    model, batch, threads = c.split()
+    tag = f"{model}-{batch}-{threads}"
+    old, new = med("old-" + tag), med("new-" + tag)
+    print(f"| {model} | {batch} | {threads} | {old:.0f} | {new:.0f} | {new / old:.3f} |")
+PY
