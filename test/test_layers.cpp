@@ -5,13 +5,16 @@
 #include <memory>
 #include <optional>
 
-#include "pitrain/layers.h"
+#include "pitrain/layer_registry.h"
 #include "pitrain/model.h"
 #include "pitrain/rng.h"
 
 using namespace pitrain;
 
 namespace {
+
+// One layer from its spec text, through the registry; no layer here uses "classes".
+std::unique_ptr<Layer> from_spec(const std::string& spec, Shape in, int index = 0) { return make_layer(spec, in, 10, index); }
 
 std::vector<float> random_values(size_t n, uint64_t key, float lo = -1, float hi = 1) {
   std::vector<float> v(n);
@@ -70,89 +73,82 @@ void check_gradients(Layer& layer, int n, const Context& ctx = {}) {
   loss();
   std::vector<float> dy = r;
   layer.backward(x.data(), y.data(), dy.data(), dx.data(), n);
-  compare(loss, x, dx, layer.describe() + " dx");
-  compare(loss, w, dw, layer.describe() + " dw");
+  compare(loss, x, dx, layer.spec() + " dx");
+  compare(loss, w, dw, layer.spec() + " dw");
 }
 
 }  // namespace
 
 TEST_CASE("conv2d gradients, valid and same padding, several channels") {
-  Conv2D valid({7, 6, 2}, 3, 3, false, Activation::none);
-  check_gradients(valid, 2);
-  Conv2D same({5, 7, 3}, 2, 3, true, Activation::none);
-  check_gradients(same, 2);
-  Conv2D same_even({6, 5, 1}, 2, 4, true, Activation::relu);  // asymmetric padding, as Keras pads
-  check_gradients(same_even, 1);
+  check_gradients(*from_spec("conv2d(3,3)", {7, 6, 2}), 2);
+  check_gradients(*from_spec("conv2d(2,3,same)", {5, 7, 3}), 2);
+  check_gradients(*from_spec("conv2d(2,4,same,relu)", {6, 5, 1}), 1);  // asymmetric padding, as Keras pads
 }
 
 TEST_CASE("conv2d forward against a hand-computed case") {
   // 3x3 single-channel image, 2x2 kernel, 'valid': out = sum of the window weighted by the kernel.
-  Conv2D conv({3, 3, 1}, 1, 2, false, Activation::none);
+  auto conv = from_spec("conv2d(1,2)", {3, 3, 1});
   std::vector<float> w = {1, 2, 3, 4, 0.5f}, dw(5);  // kernel (2,2,1,1) row-major, then bias
-  conv.bind(w.data(), dw.data());
-  conv.reserve(1);
+  conv->bind(w.data(), dw.data());
+  conv->reserve(1);
   std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9}, y(4);
-  conv.forward(x.data(), y.data(), 1, {});
+  conv->forward(x.data(), y.data(), 1, {});
   CHECK(y == std::vector<float>{1 + 4 + 12 + 20 + 0.5f, 2 + 6 + 15 + 24 + 0.5f, 4 + 10 + 21 + 32 + 0.5f,
                                 5 + 12 + 24 + 36 + 0.5f});
-  Conv2D same({3, 3, 1}, 1, 3, true, Activation::none);
+  auto same = from_spec("conv2d(1,3,same)", {3, 3, 1});
   std::vector<float> ones(10, 1.0f), d(10);
   ones[9] = 0;
-  same.bind(ones.data(), d.data());
-  same.reserve(1);
+  same->bind(ones.data(), d.data());
+  same->reserve(1);
   std::vector<float> ys(9);
-  same.forward(x.data(), ys.data(), 1, {});
+  same->forward(x.data(), ys.data(), 1, {});
   CHECK(ys[0] == 1 + 2 + 4 + 5);  // the corner sees a 2x2 window inside the zero padding
   CHECK(ys[4] == 45);
 }
 
 TEST_CASE("maxpool2d: floor on odd sizes, gradient to the maximum only") {
-  MaxPool2D pool({5, 3, 2});
-  CHECK(pool.output_shape() == Shape{2, 1, 2});
-  check_gradients(pool, 2);
-  MaxPool2D small({2, 2, 1});
-  small.reserve(1);
+  auto pool = from_spec("maxpool2d", {5, 3, 2});
+  CHECK(pool->output_shape() == Shape{2, 1, 2});
+  check_gradients(*pool, 2);
+  auto small = from_spec("maxpool2d", {2, 2, 1});
+  small->reserve(1);
   std::vector<float> x = {1, 7, 3, 2}, y(1), dy = {5}, dx(4);
-  small.forward(x.data(), y.data(), 1, {});
+  small->forward(x.data(), y.data(), 1, {});
   CHECK(y[0] == 7);
-  small.backward(x.data(), y.data(), dy.data(), dx.data(), 1);
+  small->backward(x.data(), y.data(), dy.data(), dx.data(), 1);
   CHECK(dx == std::vector<float>{0, 5, 0, 0});
 }
 
 TEST_CASE("dense gradients and forward") {
-  Dense dense({1, 1, 5}, 4, Activation::relu);
-  check_gradients(dense, 3);
-  Dense d2({1, 1, 2}, 2, Activation::none);
+  check_gradients(*from_spec("dense(4,relu)", {1, 1, 5}), 3);
+  auto d2 = from_spec("dense(2)", {1, 1, 2});
   std::vector<float> w = {1, 2, 3, 4, 10, 20}, dw(6);  // kernel (in=2, out=2), bias
-  d2.bind(w.data(), dw.data());
+  d2->bind(w.data(), dw.data());
   std::vector<float> x = {1, 1}, y(2);
-  d2.forward(x.data(), y.data(), 1, {});
+  d2->forward(x.data(), y.data(), 1, {});
   CHECK(y == std::vector<float>{1 + 3 + 10, 2 + 4 + 20});
 }
 
 TEST_CASE("relu, flatten and dropout gradients") {
-  ReLU relu({3, 3, 2});
-  check_gradients(relu, 2);
-  Flatten flat({3, 2, 2});
-  check_gradients(flat, 2);
-  Dropout drop({1, 1, 50}, 0.3f, 1);
-  check_gradients(drop, 2, Context{true, 99});
+  check_gradients(*from_spec("relu", {3, 3, 2}), 2);
+  check_gradients(*from_spec("flatten", {3, 2, 2}), 2);
+  check_gradients(*from_spec("dropout(0.3)", {1, 1, 50}, 1), 2, Context{true, 99});
 }
 
 TEST_CASE("flatten keeps Keras' channels-last order") {
-  Flatten flat({2, 2, 3});
+  auto flat = from_spec("flatten", {2, 2, 3});
   std::vector<float> x(12), y(12);
   for (int i = 0; i < 12; ++i) x[size_t(i)] = float(i);  // x[h][w][c] = (h*2 + w)*3 + c
-  flat.forward(x.data(), y.data(), 1, {});
+  flat->forward(x.data(), y.data(), 1, {});
   CHECK(y[1] == 1);  // (h=0, w=0, c=1): channels vary fastest, as in Keras' Flatten on NHWC
   CHECK(y[3] == 3);  // (h=0, w=1, c=0)
 }
 
 TEST_CASE("dropout: inverted scaling in training, identity in inference, mask per key") {
-  Dropout drop({1, 1, 10000}, 0.5f, 0);
-  drop.reserve(1);
+  auto drop = from_spec("dropout(0.5)", {1, 1, 10000});
+  drop->reserve(1);
   std::vector<float> x(10000, 1.0f), y(10000), y2(10000);
-  drop.forward(x.data(), y.data(), 1, Context{true, 1});
+  drop->forward(x.data(), y.data(), 1, Context{true, 1});
   int zeros = 0;
   for (float v : y) {
     CHECK((v == 0.0f || v == 2.0f));
@@ -160,9 +156,9 @@ TEST_CASE("dropout: inverted scaling in training, identity in inference, mask pe
   }
   CHECK(zeros > 4700);
   CHECK(zeros < 5300);
-  drop.forward(x.data(), y2.data(), 1, Context{true, 2});
+  drop->forward(x.data(), y2.data(), 1, Context{true, 2});
   CHECK(y2 != y);
-  drop.forward(x.data(), y2.data(), 1, Context{false, 1});
+  drop->forward(x.data(), y2.data(), 1, Context{false, 1});
   CHECK(y2 == x);
 }
 

@@ -1,4 +1,4 @@
-// A Sequential model for 28x28x1 images: its layers, one flat parameter buffer and one flat
+// A Sequential model for kInputShape images: its layers, one flat parameter buffer and one flat
 // gradient buffer (one allreduce moves all gradients), and activations allocated per batch size.
 #pragma once
 #include <functional>
@@ -6,9 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "pitrain/image_files.h"
 #include "pitrain/layers.h"
 
 namespace pitrain {
+
+// What the first layer sees: a prepared image, one grey channel.
+constexpr Shape kInputShape{kImageSide, kImageSide, 1};
 
 // Built-in models, by name; anything else is read as a layer list (see README "Model specs").
 std::string expand_model_spec(const std::string& name_or_spec);

@@ -1,7 +1,7 @@
 #include <cstdio>
-#include <map>
 
 #include "pitrain/cli.h"
+#include "pitrain/layer_registry.h"
 #include "pitrain/model.h"
 
 namespace pitrain::cli {
@@ -26,9 +26,6 @@ int summary(int argc, char** argv, Comm& comm) {
   const std::string name = r["model"].as<std::string>();
   Model model(name, r["classes"].as<int>());
   if (comm.rank() != 0) return 0;
-  static const std::map<std::string, std::string> keras_class = {
-      {"conv2d", "Conv2D"}, {"max_pooling2d", "MaxPooling2D"}, {"flatten", "Flatten"},
-      {"dropout", "Dropout"}, {"dense", "Dense"},              {"re_lu", "ReLU"}};
   const std::string rule(70, '_'), double_rule(70, '=');
   std::printf("Model: \"%s\"\n%s\n %-33s%-26s%s\n%s\n", name.size() < 20 ? name.c_str() : "sequential", rule.c_str(),
               "Layer (type)", "Output Shape", "Param #", double_rule.c_str());
@@ -39,7 +36,7 @@ int summary(int argc, char** argv, Comm& comm) {
     const std::string shape = s.flat ? "(None, " + std::to_string(s.c) + ")"
                                   : "(None, " + std::to_string(s.h) + ", " + std::to_string(s.w) + ", " +
                                         std::to_string(s.c) + ")";
-    std::printf(" %-33s%-26s%s\n\n", (names[i] + " (" + keras_class.at(l->kind()) + ")").c_str(), shape.c_str(),
+    std::printf(" %-33s%-26s%s\n\n", (names[i] + " (" + l->type().keras_class + ")").c_str(), shape.c_str(),
                 with_commas(l->num_params()).c_str());
   }
   std::printf("%s\nTotal params: %s\nTrainable params: %s\nNon-trainable params: 0\n%s\n", double_rule.c_str(),

@@ -2,18 +2,37 @@
 // (kh, kw, Cin, F) layout is Keras', and flattened row-major it is exactly the GEMM's right side.
 #include <algorithm>
 
-#include "pitrain/layers.h"
+#include "pitrain/error.h"
+#include "pitrain/layer_registry.h"
 #include "pitrain/matrix.h"
 
 namespace pitrain {
+namespace {
 
-Conv2D::Conv2D(Shape in, int filters, int k, bool same, Activation act)
-    : Layer(in), filters_(filters), k_(k), pad_top_(same ? (k - 1) / 2 : 0), pad_left_(pad_top_), same_(same), act_(act) {}
+class Conv2D : public Layer {
+ public:
+  // k x k kernel, stride 1; same = true pads as Keras 'same', else 'valid'.
+  Conv2D(const LayerCall& call, int filters, int k, bool same, Activation act)
+      : Layer(call), filters_(filters), k_(k), pad_top_(same ? (k - 1) / 2 : 0), pad_left_(pad_top_), same_(same),
+        act_(act) {}
+  Shape output_shape() const override;
+  std::vector<ParamView> params() const override;
+  void init_params(uint64_t key) override;
+  void reserve(int batch) override;
+  void forward(const float* x, float* y, int n, const Context& ctx) override;
+  void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
+  int64_t forward_flops() const override;
 
-std::string Conv2D::describe() const {
-  return "conv2d(" + std::to_string(filters_) + "," + std::to_string(k_) + (same_ ? ",same" : "") +
-         (act_ == Activation::relu ? ",relu" : "") + ")";
-}
+ private:
+  std::string spec_args() const override {
+    return std::to_string(filters_) + "," + std::to_string(k_) + (same_ ? ",same" : "") + activation_arg(act_);
+  }
+
+  int filters_, k_, pad_top_, pad_left_;
+  bool same_;
+  Activation act_;
+  std::vector<float> col_;  // (n*Ho*Wo, k*k*Cin): the im2col patches, kept for backward
+};
 
 Shape Conv2D::output_shape() const {
   return same_ ? Shape{in_.h, in_.w, filters_} : Shape{in_.h - k_ + 1, in_.w - k_ + 1, filters_};
@@ -36,8 +55,6 @@ int64_t Conv2D::forward_flops() const {
   const Shape o = output_shape();
   return 2 * int64_t(o.h) * o.w * filters_ * k_ * k_ * in_.c;
 }
-
-namespace {
 
 // Walks every (output pixel, kernel row) pair of the im2col matrix. A kernel row spans k taps
 // that are contiguous in NHWC memory (k*Cin floats), so the part inside the image is one run:
@@ -63,8 +80,6 @@ void for_each_patch_row(Shape in, Shape out, int k, int pad_top, int pad_left, i
         }
 }
 
-}  // namespace
-
 void Conv2D::forward(const float* x, float* y, int n, const Context&) {
   const Shape o = output_shape();
   for_each_patch_row(in_, o, k_, pad_top_, pad_left_, n, col_.data(), x,
@@ -88,6 +103,25 @@ void Conv2D::backward(const float*, const float* y, float* dy, float* dx, int n)
                        for (int c = 0; c < count; ++c) img[c] += patch[c];
                      },
                      [](float*, int) {});
+}
+
+}  // namespace
+
+std::unique_ptr<Layer> make_conv2d(const LayerCall& call) {
+  expect_args(call, 2, 4);
+  const auto& args = call.args;
+  const int filters = positive_int(call, args[0]), k = positive_int(call, args[1]);
+  bool same = false;
+  Activation act = Activation::none;
+  for (size_t i = 2; i < args.size(); ++i) {
+    if (args[i] == "same" || args[i] == "valid") same = args[i] == "same";
+    else act = activation(call, args[i]);
+  }
+  if (act == Activation::softmax) throw UsageError("model spec: conv2d cannot end in softmax");
+  if (!same && (call.in.h < k || call.in.w < k))
+    throw UsageError("model spec: conv2d(" + args[0] + "," + args[1] + ") does not fit its " +
+                     std::to_string(call.in.h) + "x" + std::to_string(call.in.w) + " input");
+  return std::make_unique<Conv2D>(call, filters, k, same, act);
 }
 
 }  // namespace pitrain

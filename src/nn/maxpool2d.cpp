@@ -1,13 +1,23 @@
 // MaxPool2D 2x2, stride 2, Keras 'valid': an odd last row or column is dropped.
 #include <algorithm>
 
-#include "pitrain/layers.h"
+#include "pitrain/error.h"
+#include "pitrain/layer_registry.h"
 
 namespace pitrain {
+namespace {
 
-MaxPool2D::MaxPool2D(Shape in) : Layer(in) {}
+class MaxPool2D : public Layer {
+ public:
+  explicit MaxPool2D(const LayerCall& call) : Layer(call) {}
+  Shape output_shape() const override { return {in_.h / 2, in_.w / 2, in_.c}; }
+  void reserve(int batch) override { argmax_.resize(size_t(batch) * output_shape().size()); }
+  void forward(const float* x, float* y, int n, const Context& ctx) override;
+  void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
 
-void MaxPool2D::reserve(int batch) { argmax_.resize(size_t(batch) * output_shape().size()); }
+ private:
+  std::vector<uint8_t> argmax_;  // (n, out): which of the window's 4 taps held the maximum
+};
 
 // Each output pixel looks at the (2x2) window's four taps; channels are contiguous, so the
 // inner loops run over C floats of four input pixels at once.
@@ -59,10 +69,18 @@ void MaxPool2D::backward(const float*, const float*, float* dy, float* dx, int n
         const uint8_t* __restrict which = argmax_.data() + at;
         FloatBits* __restrict out = reinterpret_cast<FloatBits*>(dx);
         const uint8_t tap = uint8_t((ih % 2) * 2 + iw % 2);
-        // Masks the float's bits instead of branching: which tap won is a coin toss, and
-        // mispredicted branches made this loop cost as much as a convolution.
+        // Masks the float's bits instead of branching: which tap won is a coin toss, and the
+        // mispredicted branches were a hot spot of the step (bench/RESULTS.md).
         for (int ch = 0; ch < c; ++ch) out[ch] = grad[ch] & (0u - uint32_t(which[ch] == tap));
       }
+}
+
+}  // namespace
+
+std::unique_ptr<Layer> make_maxpool2d(const LayerCall& call) {
+  expect_args(call, 0, 0);
+  if (call.in.h < 2 || call.in.w < 2) throw UsageError("model spec: maxpool2d needs an input of at least 2x2");
+  return std::make_unique<MaxPool2D>(call);
 }
 
 }  // namespace pitrain

@@ -3,16 +3,37 @@
 #include <algorithm>
 #include <map>
 
+#include "pitrain/error.h"
+#include "pitrain/layer_registry.h"
 #include "pitrain/rng.h"
 
 namespace pitrain {
 
+Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
+  if (classes < 2) throw UsageError("model: need at least 2 classes, got " + std::to_string(classes));
+  layers_ = make_layers(name_or_spec, kInputShape, classes);
+  for (auto& l : layers_) spec_ += (spec_.empty() ? "" : " ") + l->spec();
+  const Shape out = layers_.back()->output_shape();
+  if (!(out == Shape{1, 1, classes}))
+    throw UsageError("model spec: the last layer gives " + std::to_string(out.size()) + " outputs per image, expected " +
+                     std::to_string(classes) + " (one per class; end with dense(classes,softmax))");
+  int64_t total = 0;
+  for (auto& l : layers_) offsets_.push_back(total), total += l->num_params();
+  if (total > (int64_t(1) << 30))
+    throw UsageError("model spec: " + std::to_string(total) + " parameters is more than this tool is meant for (2^30)");
+  params_.assign(size_t(total), 0.0f);
+  grads_.assign(size_t(total), 0.0f);
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
+}
+
+// Keras numbers the layers of each kind: conv2d, conv2d_1, ... (checkpoint group names).
 std::vector<std::string> Model::layer_names() const {
   std::map<std::string, int> seen;
   std::vector<std::string> names;
   for (auto& l : layers_) {
-    const int k = seen[l->kind()]++;
-    names.push_back(k ? l->kind() + "_" + std::to_string(k) : l->kind());
+    const std::string name = l->type().keras_name;
+    const int k = seen[name]++;
+    names.push_back(k ? name + "_" + std::to_string(k) : name);
   }
   return names;
 }
@@ -61,10 +82,6 @@ void Model::backward(const float* x, float* dlogits, int n, const GradientsReady
     dy = dx;
   }
 }
-
-}  // namespace pitrain
-
-namespace pitrain {
 
 LossStats Model::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
                                   const GradientsReady& ready) {

@@ -1,17 +1,18 @@
-// Model specs: a built-in name, or layers separated by spaces, each `name` or `name(args)`:
-//   conv2d(FILTERS,K[,same][,relu])  maxpool2d  flatten  dropout(RATE)  relu
-//   dense(UNITS|classes[,relu|softmax])
-// e.g. "conv2d(32,3,relu) maxpool2d flatten dense(classes,softmax)".
-#include <map>
+// Model specs: a built-in name, or layers separated by spaces, each `token` or `token(args)`,
+// e.g. "conv2d(32,3,relu) maxpool2d flatten dense(classes,softmax)". The tokens and their
+// arguments are the rows of the layer registry (registry.cpp).
 #include <sstream>
+#include <utility>
 
 #include "pitrain/error.h"
+#include "pitrain/layer_registry.h"
 #include "pitrain/model.h"
 
 namespace pitrain {
 namespace {
 
-const std::map<std::string, std::string> kBuiltins = {
+// In the order the unknown-layer error lists them.
+const std::vector<std::pair<std::string, std::string>> kBuiltins = {
     // Keras' "simple MNIST convnet".
     {"cnn", "conv2d(32,3,relu) maxpool2d conv2d(64,3,relu) maxpool2d flatten dropout(0.5) dense(classes,softmax)"},
     // The magazine's Raspberry Pi model.
@@ -21,9 +22,10 @@ const std::map<std::string, std::string> kBuiltins = {
      "conv2d(32,3,relu) maxpool2d conv2d(64,3,relu) maxpool2d flatten dense(128,relu) dropout(0) dense(classes,softmax)"},
 };
 
+// A layer as written: {"conv2d", {"32", "3", "relu"}}.
 struct LayerSpec {
-  std::string name;
-  std::vector<std::string> args;
+  std::string token;
+  std::vector<std::string> args;  // spaces trimmed
 };
 
 std::vector<LayerSpec> tokenize(const std::string& spec) {
@@ -35,11 +37,11 @@ std::vector<LayerSpec> tokenize(const std::string& spec) {
       continue;
     }
     LayerSpec l;
-    while (i < spec.size() && (std::isalnum(static_cast<unsigned char>(spec[i])) || spec[i] == '_')) l.name += spec[i++];
-    if (l.name.empty()) throw UsageError("model spec: unexpected '" + std::string(1, spec[i]) + "' in \"" + spec + "\"");
+    while (i < spec.size() && (std::isalnum(static_cast<unsigned char>(spec[i])) || spec[i] == '_')) l.token += spec[i++];
+    if (l.token.empty()) throw UsageError("model spec: unexpected '" + std::string(1, spec[i]) + "' in \"" + spec + "\"");
     if (i < spec.size() && spec[i] == '(') {
       const size_t close = spec.find(')', i);
-      if (close == std::string::npos) throw UsageError("model spec: missing ')' after " + l.name);
+      if (close == std::string::npos) throw UsageError("model spec: missing ')' after " + l.token);
       std::stringstream ss(spec.substr(i + 1, close - i - 1));
       std::string a;
       while (std::getline(ss, a, ',')) {
@@ -54,101 +56,45 @@ std::vector<LayerSpec> tokenize(const std::string& spec) {
   return out;
 }
 
-int positive_int(const LayerSpec& l, const std::string& a, int classes) {
-  if (a == "classes") return classes;
-  try {
-    size_t used = 0;
-    const int v = std::stoi(a, &used);
-    if (used == a.size() && v > 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw UsageError("model spec: " + l.name + ": '" + a + "' is not a positive integer");
-}
-
-Activation activation(const LayerSpec& l, const std::string& a) {
-  if (a == "relu") return Activation::relu;
-  if (a == "softmax") return Activation::softmax;
-  throw UsageError("model spec: " + l.name + ": unknown argument '" + a + "' (expected relu, softmax or same)");
+std::string unknown_layer(const std::string& token) {
+  std::string models, layers;
+  for (const auto& b : kBuiltins) models += (models.empty() ? "" : ", ") + b.first;
+  for (const auto& t : layer_types()) layers += (layers.empty() ? "" : ", ") + std::string(t.token);
+  return "model spec: unknown layer or model '" + token + "' (models: " + models + "; layers: " + layers + ")";
 }
 
 std::unique_ptr<Layer> make_layer(const LayerSpec& l, Shape in, int classes, int index) {
-  auto nargs = [&](size_t lo, size_t hi) {
-    if (l.args.size() < lo || l.args.size() > hi)
-      throw UsageError("model spec: " + l.name + " takes " + std::to_string(lo) + " to " + std::to_string(hi) +
-                       " arguments, got " + std::to_string(l.args.size()));
-  };
-  if (l.name == "conv2d") {
-    nargs(2, 4);
-    const int filters = positive_int(l, l.args[0], classes), k = positive_int(l, l.args[1], classes);
-    bool same = false;
-    Activation act = Activation::none;
-    for (size_t i = 2; i < l.args.size(); ++i) {
-      if (l.args[i] == "same" || l.args[i] == "valid") same = l.args[i] == "same";
-      else act = activation(l, l.args[i]);
-    }
-    if (act == Activation::softmax) throw UsageError("model spec: conv2d cannot end in softmax");
-    if (!same && (in.h < k || in.w < k))
-      throw UsageError("model spec: conv2d(" + l.args[0] + "," + l.args[1] + ") does not fit its " + std::to_string(in.h) +
-                       "x" + std::to_string(in.w) + " input");
-    return std::make_unique<Conv2D>(in, filters, k, same, act);
-  }
-  if (l.name == "maxpool2d") {
-    nargs(0, 0);
-    if (in.h < 2 || in.w < 2) throw UsageError("model spec: maxpool2d needs an input of at least 2x2");
-    return std::make_unique<MaxPool2D>(in);
-  }
-  if (l.name == "dense") {
-    nargs(1, 2);
-    const int units = positive_int(l, l.args[0], classes);
-    const Activation act = l.args.size() == 2 ? activation(l, l.args[1]) : Activation::none;
-    if (in.h != 1 || in.w != 1) throw UsageError("model spec: dense needs a flat input; put flatten before it");
-    return std::make_unique<Dense>(in, units, act);
-  }
-  if (l.name == "flatten") return nargs(0, 0), std::make_unique<Flatten>(in);
-  if (l.name == "relu") return nargs(0, 0), std::make_unique<ReLU>(in);
-  if (l.name == "dropout") {
-    nargs(1, 1);
-    float rate = -1;
-    try {
-      rate = std::stof(l.args[0]);
-    } catch (const std::exception&) {
-    }
-    if (!(rate >= 0 && rate < 1)) throw UsageError("model spec: dropout rate '" + l.args[0] + "' must be in [0, 1)");
-    return std::make_unique<Dropout>(in, rate, index);
-  }
-  throw UsageError("model spec: unknown layer or model '" + l.name +
-                   "' (models: cnn, mlp, cnn128; layers: conv2d, maxpool2d, flatten, dropout, dense, relu)");
+  const LayerType* type = find_layer_type(l.token);
+  if (!type) throw UsageError(unknown_layer(l.token));
+  return type->make({*type, l.args, in, classes, index});
 }
 
 }  // namespace
 
 std::string expand_model_spec(const std::string& name_or_spec) {
-  auto it = kBuiltins.find(name_or_spec);
-  return it == kBuiltins.end() ? name_or_spec : it->second;
+  for (const auto& b : kBuiltins)
+    if (b.first == name_or_spec) return b.second;
+  return name_or_spec;
 }
 
-Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
-  if (classes < 2) throw UsageError("model: need at least 2 classes, got " + std::to_string(classes));
-  Shape shape{28, 28, 1};
+std::vector<std::unique_ptr<Layer>> make_layers(const std::string& name_or_spec, Shape in, int classes) {
   const auto tokens = tokenize(expand_model_spec(name_or_spec));
   if (tokens.empty()) throw UsageError("model spec is empty; use cnn, mlp or a layer list");
+  std::vector<std::unique_ptr<Layer>> layers;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i].name == "dense" && tokens[i].args.size() == 2 && tokens[i].args[1] == "softmax" && i + 1 != tokens.size())
+    if (tokens[i].token == "dense" && tokens[i].args.size() == 2 && tokens[i].args[1] == "softmax" &&
+        i + 1 != tokens.size())
       throw UsageError("model spec: softmax only on the last dense layer");
-    layers_.push_back(make_layer(tokens[i], shape, classes, int(i)));
-    shape = layers_.back()->output_shape();
-    spec_ += (i ? " " : "") + layers_.back()->describe();
+    layers.push_back(make_layer(tokens[i], in, classes, int(i)));
+    in = layers.back()->output_shape();
   }
-  if (!(shape == Shape{1, 1, classes}))
-    throw UsageError("model spec: the last layer gives " + std::to_string(shape.size()) + " outputs per image, expected " +
-                     std::to_string(classes) + " (one per class; end with dense(classes,softmax))");
-  int64_t total = 0;
-  for (auto& l : layers_) offsets_.push_back(total), total += l->num_params();
-  if (total > (int64_t(1) << 30))
-    throw UsageError("model spec: " + std::to_string(total) + " parameters is more than this tool is meant for (2^30)");
-  params_.assign(size_t(total), 0.0f);
-  grads_.assign(size_t(total), 0.0f);
-  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
+  return layers;
+}
+
+std::unique_ptr<Layer> make_layer(const std::string& layer_spec, Shape in, int classes, int index) {
+  const auto tokens = tokenize(layer_spec);
+  if (tokens.size() != 1) throw UsageError("model spec: \"" + layer_spec + "\" is not one layer");
+  return make_layer(tokens[0], in, classes, index);
 }
 
 }  // namespace pitrain

@@ -1,0 +1,68 @@
+// Inverted dropout: kept units are scaled by 1/(1-rate) in training, so inference is identity.
+#include <algorithm>
+
+#include "pitrain/layer_registry.h"
+#include "pitrain/rng.h"
+
+namespace pitrain {
+namespace {
+
+class Dropout : public Layer {
+ public:
+  Dropout(const LayerCall& call, float rate) : Layer(call), rate_(rate), index_(call.index) {}
+  Shape output_shape() const override { return in_; }
+  void reserve(int batch) override { scale_.resize((size_t(batch) * in_.size() + 3) / 4 * 4); }
+
+  // Each 64-bit draw decides four units, 16 bits each (the rate is kept to 1/65536).
+  void forward(const float* x, float* y, int n, const Context& ctx) override {
+    const int64_t count = n * in_.size();
+    last_training_ = ctx.training && rate_ > 0.0f;
+    if (!last_training_) {
+      std::copy_n(x, count, y);
+      return;
+    }
+    const uint64_t key = rng_key(ctx.dropout_key, uint64_t(index_));
+    const uint32_t threshold = uint32_t(rate_ * 65536.0f);
+    const float keep_scale = 1.0f / (1.0f - rate_);
+    float* __restrict scale = scale_.data();
+    for (int64_t block = 0; block * 4 < count; ++block) {
+      const uint64_t bits = splitmix64(key + uint64_t(block));
+      for (int j = 0; j < 4; ++j)
+        scale[block * 4 + j] = uint32_t(bits >> (16 * j) & 0xffff) < threshold ? 0.0f : keep_scale;
+    }
+    for (int64_t i = 0; i < count; ++i) y[i] = x[i] * scale[i];
+  }
+
+  void backward(const float*, const float*, float* dy, float* dx, int n) override {
+    if (!dx) return;
+    const int64_t count = n * in_.size();
+    if (!last_training_) {
+      std::copy_n(dy, count, dx);
+      return;
+    }
+    for (int64_t i = 0; i < count; ++i) dx[i] = dy[i] * scale_[size_t(i)];
+  }
+
+ private:
+  // The rate as written, without trailing zeros: 0.5 -> "0.5", 0 -> "0".
+  std::string spec_args() const override {
+    std::string r = std::to_string(rate_);
+    r.erase(r.find_last_not_of('0') + 1);
+    if (r.back() == '.') r.pop_back();
+    return r;
+  }
+
+  float rate_;
+  int index_;  // the layer's position in the model: each dropout layer draws its own mask
+  std::vector<float> scale_;  // (n, in) rounded up to 4: 0 or 1/(1-rate), of the last training forward
+  bool last_training_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_dropout(const LayerCall& call) {
+  expect_args(call, 1, 1);
+  return std::make_unique<Dropout>(call, rate(call, call.args[0]));
+}
+
+}  // namespace pitrain
