@@ -10,7 +10,8 @@ work=$(mktemp -d /tmp/pitrain-compare-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # shellcheck source=bench/bench_data.sh
 . "$root/bench/bench_data.sh"
-prepare_bench_data "$(dirname "$new")" "$root" "$work/d.h5"
+mkdir "$work/new" && ln -s "$(realpath "$new")" "$work/new/pitrain"  # bench_data.sh wants a build folder
+prepare_bench_data "$work/new" "$root" "$work/d.h5"
 
 cases=("cnn 32 1" "cnn 32 2" "mlp 8 1" "mlp 128 1")
 for c in "${cases[@]}"; do
