@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     ("steps", "Timed steps", cxxopts::value<int>()->default_value("200"))
     ("sgemm", "Time C(MxN) = A(MxK) B(KxN) instead, given as M,K,N", cxxopts::value<std::vector<int>>());
   const auto r = options.parse(argc, argv);
-  set_compute_threads(r["threads"].as<int>());
+  set_gemm_threads(r["threads"].as<int>());
   if (r.count("sgemm")) {
     const auto d = r["sgemm"].as<std::vector<int>>();
     bench_sgemm(d.at(0), d.at(1), d.at(2), 50);

@@ -42,12 +42,14 @@ TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") 
   distributed.init_params(3), reference.init_params(3);
   Adam opt_d(distributed.num_params()), opt_r(reference.num_params());
   auto sync = make_sync_strategy(comm, distributed.params().data(), distributed.num_params(), {});
+  ThreadPool one_thread(1);
+  ThreadedModel threaded(distributed, one_thread);
   for (int step = 0; step < 3; ++step) {
     const Split global = test::synthetic_split(P * b, classes, uint64_t(10 + step));
     BatchLoader loader(global, P * b);
     loader.reset_in_order();
     const Batch all = loader.next();
-    train_step(distributed, opt_d, *sync, all.x + comm.rank() * b * kImagePixels, all.y + comm.rank() * b, b, 1e-2f,
+    train_step(threaded, opt_d, *sync, all.x + comm.rank() * b * kImagePixels, all.y + comm.rank() * b, b, 1e-2f,
                {}, step);
     reference.forward_backward(all.x, all.y, P * b, {});
     opt_r.step(reference.params().data(), reference.grads().data(), reference.num_params(), 1e-2f);

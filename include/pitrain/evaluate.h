@@ -5,7 +5,7 @@
 
 #include "pitrain/comm.h"
 #include "pitrain/dataset.h"
-#include "pitrain/model.h"
+#include "pitrain/threads.h"
 
 namespace pitrain {
 
@@ -17,6 +17,6 @@ struct Evaluation {
 };
 
 // Every rank evaluates its slice; the sums are allreduced, so every rank gets the whole figure.
-Evaluation evaluate(Model& model, const Split& local, Comm& comm);
+Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm);
 
 }  // namespace pitrain

@@ -10,6 +10,7 @@
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
 #include "pitrain/sync.h"
+#include "pitrain/threads.h"
 
 namespace pitrain {
 
@@ -55,10 +56,10 @@ struct StepResult {
   bool grads_shared = false;  // the gradients the optimizer followed were the same on every rank
 };
 
-// One data-parallel step (number `step`, 0-based): forward and backward on this rank's batch,
-// the gradients met as the strategy says, then the optimizer step.
-StepResult train_step(Model& model, Optimizer& opt, SyncStrategy& sync, const float* x, const int32_t* y, int n,
-                      float lr, const Context& ctx, int64_t step);
+// One data-parallel step (number `step`, 0-based): forward and backward on this rank's batch
+// (split across its threads), the gradients met as the strategy says, then the optimizer step.
+StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x, const int32_t* y,
+                      int n, float lr, const Context& ctx, int64_t step);
 
 // Trains as the options say; rank 0 prints progress to `out`.
 TrainResult fit(const TrainOptions& opts, Comm& comm, std::ostream& out);

@@ -23,6 +23,9 @@ enum class Activation { none, relu, softmax };  // softmax: only on the last lay
 struct Context {
   bool training = false;
   uint64_t dropout_key = 0;  // per rank and step, so dropout masks differ between ranks and steps
+  // The rows of this call are [first_row, first_row + n) of a batch of batch_rows (0: n), as
+  // when each thread computes a share: dropout draws by row in the batch, the loss is its mean.
+  int first_row = 0, batch_rows = 0;
 };
 
 // One weight tensor of a layer, in Keras' name and shape.

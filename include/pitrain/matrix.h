@@ -14,8 +14,8 @@ using ConstMatrixView = Eigen::Map<const RowMatrix>;
 // set. C is overwritten, so it needs no zeroing pass.
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c);
 
-// Threads of the GEMMs (OpenBLAS', or Eigen's OpenMP), and which GEMM this build uses.
-void set_compute_threads(int threads);
+// Threads of each GEMM call (OpenBLAS', or Eigen's OpenMP), and which GEMM this build uses.
+void set_gemm_threads(int threads);
 std::string gemm_backend();
 
 }  // namespace pitrain

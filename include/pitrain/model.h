@@ -28,13 +28,16 @@ class Model {
   Model(const std::string& name_or_spec, int classes);
   Model(Model&&) = default;
   Model& operator=(Model&&) = default;
+  // A model that computes with `owner`'s parameters (it has none of its own: params() is
+  // empty) and its own gradients and scratch: one thread's share of a batch.
+  static Model sharing_params(Model& owner);
 
   const std::string& spec() const { return spec_; }  // canonical layer list
   int classes() const { return classes_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   std::vector<std::string> layer_names() const;  // Keras' names: conv2d, conv2d_1, dense, ...
   int64_t param_offset(size_t layer) const { return offsets_[layer]; }
-  int64_t num_params() const { return int64_t(params_.size()); }
+  int64_t num_params() const { return int64_t(grads_.size()); }
   int64_t forward_flops() const;  // per sample
 
   std::vector<float>& params() { return params_; }
@@ -52,8 +55,9 @@ class Model {
   using GradientsReady = std::function<void(int64_t lo)>;
   // dlogits: (n, classes), overwritten. Fills grads() from the last forward.
   void backward(const float* x, float* dlogits, int n, const GradientsReady& ready = nullptr);
-  // Forward, mean softmax cross-entropy over the n samples, backward: grads() then holds the
-  // gradient of the mean loss. Returns the summed loss and the correct count.
+  // Forward, mean softmax cross-entropy over the n samples (or over ctx.batch_rows, of which
+  // these are a share), backward: grads() then holds the gradient of the mean loss. Returns the
+  // summed loss and the correct count.
   LossStats forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
                              const GradientsReady& ready = nullptr);
 

@@ -9,11 +9,14 @@
 
 namespace pitrain {
 
+class ThreadPool;
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;
-  virtual void step(float* params, const float* grads, int64_t n, float lr) = 0;
+  // One step over the n parameters; element-wise, so the pool's threads may take a range each.
+  void step(float* params, const float* grads, int64_t n, float lr, ThreadPool* pool = nullptr);
   // Named state buffers, for checkpoints.
   virtual std::vector<std::pair<std::string, std::vector<float>*>> state() = 0;
   // How noisy the gradients given to step() are against the ones the update is meant for: 1
@@ -23,6 +26,8 @@ class Optimizer {
   int64_t iterations = 0;  // steps taken (Keras' optimizer.iterations)
 
  protected:
+  virtual void begin_step(float lr) = 0;  // after iterations was counted: the step's constants
+  virtual void update(float* params, const float* grads, int64_t lo, int64_t hi) = 0;  // [lo, hi)
   float noise_share_ = 1.0f;
 };
 
@@ -36,11 +41,13 @@ class Adam : public Optimizer {
  public:
   explicit Adam(int64_t n, float beta1 = 0.9f, float beta2 = 0.999f, float epsilon = 1e-7f);
   std::string name() const override { return "adam"; }
-  void step(float* params, const float* grads, int64_t n, float lr) override;
   std::vector<std::pair<std::string, std::vector<float>*>> state() override { return {{"m", &m_}, {"v", &v_}}; }
 
  private:
+  void begin_step(float lr) override;
+  void update(float* params, const float* grads, int64_t lo, int64_t hi) override;
   float beta1_, beta2_, epsilon_;
+  float lr_t_ = 0, m_correction_ = 1;  // this step's, with Keras' bias corrections
   std::vector<float> m_, v_;
 };
 
@@ -50,11 +57,12 @@ class Sgd : public Optimizer {
   Sgd(int64_t n, float momentum);
   std::string name() const override { return "sgd"; }
   // Linear in the gradient: the mean of the steps is the step of the mean, whatever the noise.
-  void step(float* params, const float* grads, int64_t n, float lr) override;
   std::vector<std::pair<std::string, std::vector<float>*>> state() override { return {{"velocity", &velocity_}}; }
 
  private:
-  float momentum_;
+  void begin_step(float lr) override { lr_ = lr; }
+  void update(float* params, const float* grads, int64_t lo, int64_t hi) override;
+  float momentum_, lr_ = 0;
   std::vector<float> velocity_;
 };
 

@@ -6,6 +6,7 @@
 #include "pitrain/cli.h"
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
+#include "pitrain/threads.h"
 
 namespace pitrain::cli {
 
@@ -28,7 +29,9 @@ int evaluate(int argc, char** argv, Comm& comm) {
     if (slice.class_names != ckpt->class_names)
       throw Error(r["data"].as<std::string>() + ": class_names differ from the checkpoint's; evaluate on data of the same classes");
   });
-  const Evaluation e = pitrain::evaluate(ckpt->model, slice.data, comm);
+  ThreadPool pool(default_threads());
+  ThreadedModel threaded(ckpt->model, pool);
+  const Evaluation e = pitrain::evaluate(threaded, slice.data, comm);
   if (comm.rank() != 0) return 0;
   const auto& names = ckpt->class_names;
   const int c = e.classes;

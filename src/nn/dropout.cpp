@@ -11,9 +11,10 @@ class Dropout : public Layer {
  public:
   Dropout(const LayerCall& call, float rate) : Layer(call), rate_(rate), index_(call.index) {}
   Shape output_shape() const override { return in_; }
-  void reserve(int batch) override { scale_.resize((size_t(batch) * in_.size() + 3) / 4 * 4); }
+  void reserve(int batch) override { scale_.resize(size_t(batch) * in_.size()); }
 
-  // Each 64-bit draw decides four units, 16 bits each (the rate is kept to 1/65536).
+  // Each 64-bit draw decides four units, 16 bits each (the rate is kept to 1/65536). Draws are
+  // numbered by unit in the whole batch, so a thread's share gets the batch's own mask.
   void forward(const float* x, float* y, int n, const Context& ctx) override {
     const int64_t count = n * in_.size();
     last_training_ = ctx.training && rate_ > 0.0f;
@@ -25,10 +26,11 @@ class Dropout : public Layer {
     const uint32_t threshold = uint32_t(rate_ * 65536.0f);
     const float keep_scale = 1.0f / (1.0f - rate_);
     float* __restrict scale = scale_.data();
-    for (int64_t block = 0; block * 4 < count; ++block) {
-      const uint64_t bits = splitmix64(key + uint64_t(block));
-      for (int j = 0; j < 4; ++j)
-        scale[block * 4 + j] = uint32_t(bits >> (16 * j) & 0xffff) < threshold ? 0.0f : keep_scale;
+    const uint64_t first = uint64_t(ctx.first_row) * uint64_t(in_.size());  // this share's first unit
+    for (int64_t i = 0; i < count;) {
+      const uint64_t unit = first + uint64_t(i), bits = splitmix64(key + unit / 4);
+      for (uint64_t j = unit % 4; j < 4 && i < count; ++j, ++i)
+        scale[i] = uint32_t(bits >> (16 * j) & 0xffff) < threshold ? 0.0f : keep_scale;
     }
     for (int64_t i = 0; i < count; ++i) y[i] = x[i] * scale[i];
   }
@@ -54,7 +56,7 @@ class Dropout : public Layer {
 
   float rate_;
   int index_;  // the layer's position in the model: each dropout layer draws its own mask
-  std::vector<float> scale_;  // (n, in) rounded up to 4: 0 or 1/(1-rate), of the last training forward
+  std::vector<float> scale_;  // (n, in): 0 or 1/(1-rate), of the last training forward
   bool last_training_ = false;
 };
 

@@ -15,7 +15,7 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const
 
 std::string gemm_backend() { return "openblas"; }
 
-void set_compute_threads(int threads) {
+void set_gemm_threads(int threads) {
   Eigen::setNbThreads(threads);
   openblas_set_num_threads(threads);
 }
@@ -34,7 +34,7 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const
 
 std::string gemm_backend() { return "eigen"; }
 
-void set_compute_threads(int threads) { Eigen::setNbThreads(threads); }
+void set_gemm_threads(int threads) { Eigen::setNbThreads(threads); }
 
 #endif
 

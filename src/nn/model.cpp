@@ -26,6 +26,14 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
   for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
 }
 
+Model Model::sharing_params(Model& owner) {
+  Model m(owner.spec_, owner.classes_);
+  m.params_ = {};
+  for (size_t i = 0; i < m.layers_.size(); ++i)
+    m.layers_[i]->bind(owner.params_.data() + m.offsets_[i], m.grads_.data() + m.offsets_[i]);
+  return m;
+}
+
 // Keras numbers the layers of each kind: conv2d, conv2d_1, ... (checkpoint group names).
 std::vector<std::string> Model::layer_names() const {
   std::map<std::string, int> seen;
@@ -86,7 +94,8 @@ void Model::backward(const float* x, float* dlogits, int n, const GradientsReady
 LossStats Model::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
                                   const GradientsReady& ready) {
   const float* logits = forward(x, n, ctx);
-  const LossStats st = softmax_cross_entropy(logits, y, n, classes_, dlogits_.data(), 1.0f / float(n));
+  const int mean_over = ctx.batch_rows ? ctx.batch_rows : n;
+  const LossStats st = softmax_cross_entropy(logits, y, n, classes_, dlogits_.data(), 1.0f / float(mean_over));
   backward(x, dlogits_.data(), n, ready);
   return st;
 }

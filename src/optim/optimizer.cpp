@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "pitrain/error.h"
-
+#include "pitrain/threads.h"
 
 namespace pitrain {
 
@@ -30,25 +30,35 @@ void adam_update(float* __restrict p, const float* __restrict g, float* __restri
 
 }  // namespace
 
-void Adam::step(float* p, const float* g, int64_t n, float lr) {
+void Optimizer::step(float* params, const float* grads, int64_t n, float lr, ThreadPool* pool) {
   ++iterations;
+  begin_step(lr);
+  if (pool) pool->run_ranges(n, [&](int64_t lo, int64_t hi) { update(params, grads, lo, hi); });
+  else update(params, grads, 0, n);
+}
+
+// Bias correction folded into the step size, as Keras and TensorFlow's Adam do.
+void Adam::begin_step(float lr) {
   const double t = double(iterations);
   const double m_bias = 1.0 - std::pow(double(beta1_), t);
-  // Bias correction folded into the step size, as Keras and TensorFlow's Adam do.
-  const float lr_t = float(lr * std::sqrt(1.0 - std::pow(double(beta2_), t)) / m_bias);
+  lr_t_ = float(lr * std::sqrt(1.0 - std::pow(double(beta2_), t)) / m_bias);
+  m_correction_ = float(1.0 / m_bias);
+}
+
+void Adam::update(float* p, const float* g, int64_t lo, int64_t hi) {
+  float *m = m_.data() + lo, *v = v_.data() + lo;
   if (noise_share_ < 1.0f)
-    adam_update<true>(p, g, m_.data(), v_.data(), n, lr_t, beta1_, beta2_, epsilon_, noise_share_, float(1.0 / m_bias));
+    adam_update<true>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_, noise_share_, m_correction_);
   else
-    adam_update<false>(p, g, m_.data(), v_.data(), n, lr_t, beta1_, beta2_, epsilon_, 1.0f, 1.0f);
+    adam_update<false>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_, 1.0f, 1.0f);
 }
 
 Sgd::Sgd(int64_t n, float momentum) : momentum_(momentum), velocity_(size_t(n), 0.0f) {}
 
-void Sgd::step(float* __restrict p, const float* __restrict g, int64_t n, float lr) {
-  ++iterations;
+void Sgd::update(float* __restrict p, const float* __restrict g, int64_t lo, int64_t hi) {
   float* __restrict v = velocity_.data();
-  for (int64_t i = 0; i < n; ++i) {
-    v[i] = momentum_ * v[i] - lr * g[i];
+  for (int64_t i = lo; i < hi; ++i) {
+    v[i] = momentum_ * v[i] - lr_ * g[i];
     p[i] += v[i];
   }
 }

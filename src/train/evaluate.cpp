@@ -10,24 +10,31 @@ namespace {
 constexpr int kEvalBatch = 256;
 }
 
-Evaluation evaluate(Model& model, const Split& local, Comm& comm) {
-  const int classes = model.classes();
-  // [loss sum, correct, count, confusion...]: one allreduce for all of it.
-  std::vector<double> sums(3 + size_t(classes) * classes, 0.0);
+Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm) {
+  const int classes = model.model().classes();
+  // [loss sum, correct, count, confusion...]: one allreduce for all of it. A row a thread,
+  // added in thread order, so the figures do not depend on timing.
+  const size_t width = 3 + size_t(classes) * classes;
+  std::vector<std::vector<double>> by_thread(size_t(model.pool().size()), std::vector<double>(width, 0.0));
   BatchLoader loader(local, kEvalBatch);
-  const Context ctx{false, 0};
   for (loader.reset_in_order(); loader.has_next();) {
     const Batch b = loader.next();
-    const float* logits = model.forward(b.x, b.n, ctx);
-    const LossStats st = softmax_cross_entropy(logits, b.y, b.n, classes, nullptr, 0.0f);
-    sums[0] += st.loss_sum;
-    sums[1] += double(st.correct);
-    sums[2] += b.n;
-    for (int i = 0; i < b.n; ++i) {
-      const float* z = logits + int64_t(i) * classes;
-      sums[3 + size_t(b.y[i]) * classes + size_t(std::max_element(z, z + classes) - z)] += 1;
-    }
+    model.forward(b.x, b.n, [&](int t, const float* logits, int first, int rows) {
+      std::vector<double>& sums = by_thread[size_t(t)];
+      const int32_t* y = b.y + first;
+      const LossStats st = softmax_cross_entropy(logits, y, rows, classes, nullptr, 0.0f);
+      sums[0] += st.loss_sum;
+      sums[1] += double(st.correct);
+      sums[2] += rows;
+      for (int i = 0; i < rows; ++i) {
+        const float* z = logits + int64_t(i) * classes;
+        sums[3 + size_t(y[i]) * classes + size_t(std::max_element(z, z + classes) - z)] += 1;
+      }
+    });
   }
+  std::vector<double> sums = by_thread[0];
+  for (size_t t = 1; t < by_thread.size(); ++t)
+    for (size_t i = 0; i < width; ++i) sums[i] += by_thread[t][i];
   comm.allreduce_sum(sums.data(), int64_t(sums.size()));
   Evaluation e;
   e.classes = classes;

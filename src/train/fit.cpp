@@ -7,13 +7,13 @@
 #include <csignal>
 #include <fstream>
 #include <optional>
-#include <thread>
 
 #include "pitrain/checkpoint.h"
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
 #include "pitrain/guard.h"
 #include "pitrain/matrix.h"
+#include "pitrain/threads.h"
 #include "pitrain/progress.h"
 #include "pitrain/rng.h"
 
@@ -113,13 +113,14 @@ const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; 
 
 }  // namespace
 
-StepResult train_step(Model& model, Optimizer& opt, SyncStrategy& sync, const float* x, const int32_t* y, int n,
-                      float lr, const Context& ctx, int64_t step) {
+StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x, const int32_t* y,
+                      int n, float lr, const Context& ctx, int64_t step) {
+  Model& model = threaded.model();
   float* grads = model.grads().data();
   StepResult r;
-  r.stats = model.forward_backward(x, y, n, ctx, [&](int64_t lo) { sync.gradients_ready(grads, lo, step); });
+  r.stats = threaded.forward_backward(x, y, n, ctx, [&](int64_t lo) { sync.gradients_ready(grads, lo, step); });
   r.grads_shared = sync.reduce_gradients(grads, step, opt);
-  opt.step(model.params().data(), grads, model.num_params(), lr);
+  opt.step(model.params().data(), grads, model.num_params(), lr, &threaded.pool());
   sync.after_update(model.params().data(), step);
   return r;
 }
@@ -132,11 +133,12 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
                      std::to_string(o.expect_ranks) + ": the launcher did not connect the processes (with srun, "
                      "add --mpi=pmix; with mpirun, give -np " + std::to_string(o.expect_ranks) + ")");
   const int rank = comm.rank(), ranks = comm.size();
-  const int threads = o.threads ? o.threads : std::max(1, int(std::thread::hardware_concurrency()) / local_ranks());
-  set_compute_threads(threads);
+  const int threads = o.threads ? o.threads : default_threads();
+  ThreadPool pool(threads);
   StallWatchdog watchdog(o.stall_timeout, comm);  // from here on: start-up too can stall
   Run run = start_run(o, comm);
   Model& model = run.model;
+  ThreadedModel threaded(model, pool);
   RunState& state = run.state;
   const int64_t largest_slice = (run.train.total_rows + ranks - 1) / ranks;
   const int64_t spe = o.steps_per_epoch ? o.steps_per_epoch : (largest_slice + o.batch_size - 1) / o.batch_size;
@@ -144,7 +146,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
                             int64_t(o.warmup_epochs * double(spe))};
   auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), o.sync);
   BatchLoader loader(run.train.data, o.batch_size);
-  model.reserve(o.batch_size);
+  threaded.reserve(o.batch_size);
   const std::string checkpoint = o.checkpoint.empty() ? "pitrain-stopped.h5" : o.checkpoint;
   auto save = [&](const std::string& path) {
     run_together(comm, [&] {  // all ranks learn that rank 0's checkpoint is on disk, or why not
@@ -170,7 +172,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       watchdog.beat(step);
       const Batch b = loader.next();
       const Context ctx{true, rng_key(state.seed, 0xd2, uint64_t(rank), uint64_t(step))};
-      const StepResult r = train_step(model, *run.opt, *sync, b.x, b.y, b.n, schedule.at(step), ctx, step);
+      const StepResult r = train_step(threaded, *run.opt, *sync, b.x, b.y, b.n, schedule.at(step), ctx, step);
       check_finite(model, r, step, epoch, o.checkpoint, rank);
       meter.add(r.stats, b.n);
       ++state.step, state.epoch_step = s + 1;
@@ -185,7 +187,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
     watchdog.beat(state.step);
     sync->agree(model.params().data(), state.step - 1);  // validate the ranks' common model
     EpochResult r = meter.result(epoch, spe - first_step, comm);
-    const Evaluation v = evaluate(model, run.val.data, comm);
+    const Evaluation v = evaluate(threaded, run.val.data, comm);
     r.val_loss = v.loss, r.val_accuracy = v.accuracy;
     report.end_epoch(r);
     result.epochs.push_back(r);

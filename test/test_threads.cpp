@@ -1,0 +1,95 @@
+// Parallelism inside a rank: the pool, a batch split across threads, and results that do not
+// depend on timing (bitwise for a thread count, to float rounding across thread counts).
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "helpers.h"
+#include "pitrain/evaluate.h"
+#include "pitrain/threads.h"
+
+using namespace pitrain;
+
+namespace {
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
+  return worst;
+}
+
+const char* kSpec = "conv2d(6,3,relu) maxpool2d flatten dropout(0.3) dense(12,relu) dense(classes,softmax)";
+
+}  // namespace
+
+TEST_CASE("the pool runs each thread's job once, covers ranges once, and passes exceptions on") {
+  ThreadPool pool(3);
+  for (int round = 0; round < 50; ++round) {  // many rounds: workers must not miss or repeat one
+    std::vector<std::atomic<int>> calls(3);
+    pool.run(3, [&](int t) { ++calls[size_t(t)]; });
+    for (auto& c : calls) REQUIRE(c == 1);
+  }
+  std::vector<int> covered(100, 0);
+  pool.run_ranges(100, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) ++covered[size_t(i)];
+  });
+  CHECK(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }));
+  CHECK_THROWS_AS(pool.run(3, [](int t) { if (t == 2) throw std::runtime_error("thread 2"); }), std::runtime_error);
+  int after = 0;
+  pool.run(2, [&](int t) { if (t == 1) after = 1; });  // still works after a failed job
+  CHECK(after == 1);
+}
+
+TEST_CASE("a batch split across threads gives the whole batch's gradient and dropout masks") {
+  const int n = 13, classes = 3;  // 13 rows: shares of 4, 4 and 5 rows with 3 threads
+  const Split data = test::synthetic_split(n, classes, 4);
+  BatchLoader loader(data, n);
+  loader.reset_in_order();
+  const Batch b = loader.next();
+  Model one(kSpec, classes), three(kSpec, classes);
+  one.init_params(1), three.init_params(1);
+  ThreadPool pool1(1), pool3(3);
+  ThreadedModel t1(one, pool1), t3(three, pool3);
+  t1.reserve(n), t3.reserve(n);
+  REQUIRE(t3.shares(n) == 3);
+  const Context ctx{true, 99};
+  const LossStats a = t1.forward_backward(b.x, b.y, n, ctx), c = t3.forward_backward(b.x, b.y, n, ctx);
+  CHECK(c.loss_sum == Approx(a.loss_sum).epsilon(1e-6));
+  CHECK(c.correct == a.correct);
+  CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);  // a wrong share or mask is off by ~1e-2
+  CHECK(t3.shares(2 * kMinRowsPerThread) == 2);  // small batches use fewer threads
+  CHECK(t3.shares(kMinRowsPerThread - 1) == 1);
+}
+
+TEST_CASE("training with threads: bitwise repeatable for a thread count, equal to rounding across counts") {
+  test::TempDir dir;
+  test::write_synthetic_dataset(dir / "d.h5", 300, 60, 3);
+  Comm comm;
+  TrainOptions o = test::short_run(dir / "d.h5", kSpec, 2, 24);
+  std::ostringstream out;
+  const auto one = fit(o, comm, out);
+  o.threads = 3;
+  const auto three = fit(o, comm, out);
+  CHECK(fit(o, comm, out).params == three.params);  // no timing in the result
+  CHECK(max_abs_diff(one.params, three.params) < 1e-4);
+  CHECK(three.epochs.back().val_accuracy == Approx(one.epochs.back().val_accuracy).margin(0.02));
+  o.threads = 2;
+  CHECK(max_abs_diff(one.params, fit(o, comm, out).params) < 1e-4);
+}
+
+TEST_CASE("evaluation with threads counts every image once") {
+  const Split data = test::synthetic_split(530, 3, 6);  // two batches of 256 and a short one
+  Model model(kSpec, 3);
+  model.init_params(2);
+  Comm comm;
+  ThreadPool pool1(1), pool2(2);
+  ThreadedModel t1(model, pool1);
+  const Evaluation a = evaluate(t1, data, comm);
+  ThreadedModel t2(model, pool2);
+  const Evaluation b = evaluate(t2, data, comm);
+  CHECK(b.count == 530);
+  CHECK(b.confusion == a.confusion);
+  CHECK(b.loss == Approx(a.loss).epsilon(1e-9));
+}
