@@ -4,7 +4,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 
+#include "pitrain/conv.h"
 #include "pitrain/layer_registry.h"
 #include "pitrain/model.h"
 #include "pitrain/rng.h"
@@ -83,6 +85,35 @@ TEST_CASE("conv2d gradients, valid and same padding, several channels") {
   check_gradients(*from_spec("conv2d(3,3)", {7, 6, 2}), 2);
   check_gradients(*from_spec("conv2d(2,3,same)", {5, 7, 3}), 2);
   check_gradients(*from_spec("conv2d(2,4,same,relu)", {6, 5, 1}), 1);  // asymmetric padding, as Keras pads
+}
+
+TEST_CASE("conv2d gradients through Winograd F(2,3): 3x3 over enough channels, odd and even sizes") {
+  REQUIRE(kWinogradMinChannels <= 8);
+  check_gradients(*from_spec("conv2d(4,3)", {7, 6, 8}), 2);
+  check_gradients(*from_spec("conv2d(3,3,same,relu)", {5, 8, 9}), 2);
+}
+
+TEST_CASE("Winograd and im2col compute the same convolution and gradients") {
+  // Odd and even sides: tiles that leave the image on one edge. Counts of 16 and 32 take the
+  // unrolled transforms, others the general ones.
+  for (auto [same, cin, filters] : {std::tuple{false, 8, 5}, std::tuple{true, 8, 5}, std::tuple{false, 32, 16}}) {
+    const Shape in{9, 8, cin};
+    const int pad = same ? 1 : 0, n = 3;
+    const Shape out = same ? Shape{9, 8, filters} : Shape{7, 6, filters};
+    auto winograd = make_winograd_conv(in, out, pad, pad);
+    auto im2col = make_im2col_conv(in, out, 3, pad, pad);
+    winograd->reserve(n), im2col->reserve(n);
+    const auto x = random_values(size_t(n * in.size()), 31), kernel = random_values(size_t(9 * in.c * out.c), 32);
+    const auto dy = random_values(size_t(n * out.size()), 33);
+    std::vector<float> y1(dy.size()), y2(dy.size()), dk1(kernel.size()), dk2(kernel.size()), dx1(x.size()), dx2(x.size());
+    winograd->forward(x.data(), kernel.data(), y1.data(), n);
+    im2col->forward(x.data(), kernel.data(), y2.data(), n);
+    auto dy1 = dy, dy2 = dy;
+    winograd->backward(dy1.data(), kernel.data(), dk1.data(), dx1.data(), n);
+    im2col->backward(dy2.data(), kernel.data(), dk2.data(), dx2.data(), n);
+    for (auto [a, b] : {std::pair{&y1, &y2}, std::pair{&dk1, &dk2}, std::pair{&dx1, &dx2}})
+      for (size_t i = 0; i < a->size(); ++i) REQUIRE((*a)[i] == Approx((*b)[i]).margin(2e-5));
+  }
 }
 
 TEST_CASE("conv2d forward against a hand-computed case") {
