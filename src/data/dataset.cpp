@@ -20,12 +20,23 @@ std::string dims_text(const std::vector<hsize_t>& dims) {
 
 }  // namespace
 
+std::string class_names_problem(const std::vector<std::string>& names) {
+  if (names.size() < 2) return std::to_string(names.size()) + " class name(s); a classifier needs at least 2";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) return "class name " + std::to_string(i) + " is empty";
+    for (size_t j = 0; j < i; ++j)
+      if (names[j] == names[i]) return "class name '" + names[i] + "' is given twice (labels " + std::to_string(j) + " and " + std::to_string(i) + ")";
+  }
+  return "";
+}
+
 RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size) {
   auto f = h5::File::open_read(path);
   const std::string images = "/" + split + "/images", labels = "/" + split + "/labels";
   RankSlice s;
   s.class_names = f.attr_strings("class_names");
-  if (s.class_names.empty()) throw Error(path + ": attribute class_names is empty");
+  if (const auto problem = class_names_problem(s.class_names); !problem.empty())
+    throw Error(path + ": attribute class_names: " + problem + "; prepare the file again");
   const auto idims = f.shape(images), ldims = f.shape(labels);
   if (idims.size() != 3 || idims[1] != kImageSide || idims[2] != kImageSide)
     throw Error(path + ": dataset " + images + " has shape " + dims_text(idims) + ", expected " + image_rows_shape_text());

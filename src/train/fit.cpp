@@ -14,6 +14,7 @@
 #include "pitrain/evaluate.h"
 #include "pitrain/guard.h"
 #include "pitrain/matrix.h"
+#include "pitrain/paths.h"
 #include "pitrain/progress.h"
 #include "pitrain/rng.h"
 
@@ -21,14 +22,6 @@ namespace pitrain {
 namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-// Fails early, before any training, when an output file cannot be written.
-void check_writable(const std::string& path, const std::string& flag) {
-  if (path.empty()) return;
-  const std::string probe = path + ".tmp";
-  if (!std::ofstream(probe)) throw Error(flag + " " + path + ": cannot write there; check that the folder exists and is writable");
-  std::remove(probe.c_str());
-}
 
 // What a rank trains: its data, the model, the optimizer and where the run stands.
 struct Run {
@@ -52,7 +45,10 @@ Run start_run(const TrainOptions& o, Comm& comm) {
       if (ckpt->class_names != train.class_names)
         throw Error(o.resume + ": checkpoint classes differ from " + o.data + "'s class_names; resume on the same data");
     }
-    if (comm.rank() == 0) check_writable(o.checkpoint, "--checkpoint"), check_writable(o.log_csv, "--log");
+    if (comm.rank() == 0) {  // before any training: outputs that are folders or inputs fail now
+      check_output("--checkpoint", o.checkpoint, {{"--data", o.data}});  // may be --resume: continue in place
+      check_output("--log", o.log_csv, {{"--data", o.data}, {"--resume", o.resume}, {"--checkpoint", o.checkpoint}});
+    }
   });
   Model model = ckpt ? std::move(ckpt->model) : Model(o.model, int(train.class_names.size()));
   auto opt = make_optimizer(o.optimizer, model.num_params(), o.momentum);
