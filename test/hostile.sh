@@ -74,6 +74,17 @@ hostile "--out $in/idx/train-labels-idx1-ubyte: is the same file as --idx" prepa
 hostile "--out $work/out: is a folder" prepare --npy "$in/npy" --out "$work/out"
 [ ! -e "$work/out.tmp" ] || fail "a folder --checkpoint left $work/out.tmp"
 
+echo "3. damaged checkpoints: every attribute and dataset checked on load, the file named"
+for f in "$in"/ckpt/*.h5; do
+  hostile "$f: " train --data "$in/d.h5" --resume "$f" --threads 1
+done
+for f in "$in"/ckpt/{epoch_step-neg,seed-abc,classes-4,state-1e9}.h5; do
+  hostile "$f: " evaluate --model "$f" --data "$in/d.h5"
+  hostile "$f: " predict --model "$f" "$in/good.pgm"
+done
+hostile "$in/ckpt/classes-4.h5: its model_spec does not fit its 4 class_names" evaluate --model "$in/ckpt/classes-4.h5" --data "$in/d.h5"
+hostile "$in/m.h5: checkpoint holds the model flatten dense(256,relu)" train --data "$in/d.h5" --resume "$in/m.h5" --model cnn
+
 echo "prepare without --classes takes every <class>.npy, sorted"
 mpirun -q --oversubscribe -np 2 "$PITRAIN" prepare --npy "$in/npy" --out "$work/out/sorted.h5" >"$work/stdout" 2>&1 \
   && grep -q "classes: every <class>.npy in $in/npy, in sorted order" "$work/stdout" \

@@ -62,6 +62,7 @@ int train(int argc, char** argv, Comm& comm) {
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
   check_train_flags(o, r);
+  if (!o.resume.empty() && !r.count("model")) o.model.clear();  // the checkpoint's model
   o.linear_lr_scaling = r["lr-scaling"].as<std::string>() == "linear";
   o.sync.wire = *wire_type_named(r["grad-dtype"].as<std::string>());
   o.sync.bucket_bytes = r["bucket-kb"].as<int64_t>() * 1024;

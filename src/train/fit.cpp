@@ -44,6 +44,9 @@ Run start_run(const TrainOptions& o, Comm& comm) {
       ckpt.emplace(load_checkpoint(o.resume));
       if (ckpt->class_names != train.class_names)
         throw Error(o.resume + ": checkpoint classes differ from " + o.data + "'s class_names; resume on the same data");
+      if (!o.model.empty() && Model(o.model, int(train.class_names.size())).spec() != ckpt->model.spec())
+        throw Error(o.resume + ": checkpoint holds the model " + ckpt->model.spec() + ", not --model " + o.model +
+                    "; leave out --model to continue it, or start a new run without --resume");
     }
     if (comm.rank() == 0) {  // before any training: outputs that are folders or inputs fail now
       check_output("--checkpoint", o.checkpoint, {{"--data", o.data}});  // may be --resume: continue in place
