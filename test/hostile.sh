@@ -85,6 +85,33 @@ done
 hostile "$in/ckpt/classes-4.h5: its model_spec does not fit its 4 class_names" evaluate --model "$in/ckpt/classes-4.h5" --data "$in/d.h5"
 hostile "$in/m.h5: checkpoint holds the model flatten dense(256,relu)" train --data "$in/d.h5" --resume "$in/m.h5" --model cnn
 
+echo "2 and 7. datasets that lie, or hold what would be misread"
+hostile "sparse-3000000.h5: /train/images declares 2352000000 bytes but the file stores only" train --data "$in/data/sparse-3000000.h5"
+hostile "sparse-100000000.h5: /train/images declares 78400000000 bytes" train --data "$in/data/sparse-100000000.h5"
+hostile "sparse-3000000.h5: /val/images declares" evaluate --model "$in/m.h5" --data "$in/data/sparse-3000000.h5"
+hostile "int8.h5: dataset /train/images must be uint8 pixels (0-255), not int8" train --data "$in/data/int8.h5"
+hostile "lzf.h5: /train/images is compressed with the filter 'lzf'" train --data "$in/data/lzf.h5"
+hostile "label-2pow32.h5: /train/labels row 7 has label 4294967296" train --data "$in/data/label-2pow32.h5"
+hostile "label-big.h5: /train/labels row 7 has label 4611686018427387904" train --data "$in/data/label-big.h5"
+hostile "label-neg.h5: /train/labels row 7 has label -1" train --data "$in/data/label-neg.h5"
+for f in "$in"/img/*; do
+  hostile "$f: " predict --model "$in/m.h5" "$f"
+done
+hostile "p2-huge.pgm: image is 99999x99999, expected 28x28" predict --model "$in/m.h5" "$in/img/p2-huge.pgm"
+hostile "huge.png: image is 40000x40000, expected 28x28" predict --model "$in/m.h5" "$in/img/huge.png"
+for f in "$in"/badnpy/*.npy; do
+  hostile "$f: " predict --model "$in/m.h5" "$f"
+done
+hostile "neg-rows.npy: shape (-1, 784)" predict --model "$in/m.h5" "$in/badnpy/neg-rows.npy"
+
+echo "6 and 7. flags: garbage refused, sizes bounded by the machine's memory"
+hostile "dropout rate '0.5abc' must be in [0, 1)" train --data "$in/d.h5" --model "flatten dropout(0.5abc) dense(classes,softmax)"
+hostile "--threads must be 0 (automatic) or 1 to 1024, got 2147483647" train --data "$in/d.h5" --threads 2147483647
+hostile "--expect-ranks must be 0 (any) or positive, got -3" train --data "$in/d.h5" --expect-ranks -3
+hostile "--bucket-kb must be 1 to 1048576 (1 GB), got 9007199254740993" train --data "$in/d.h5" --bucket-kb 9007199254740993
+hostile "--batch-size 100000000 with this model needs" train --data "$in/d.h5" --batch-size 100000000
+hostile "GB of memory; use fewer steps an epoch" train --data "$in/d.h5" --steps-per-epoch 1000000000000 --model mlp
+
 echo "prepare without --classes takes every <class>.npy, sorted"
 mpirun -q --oversubscribe -np 2 "$PITRAIN" prepare --npy "$in/npy" --out "$work/out/sorted.h5" >"$work/stdout" 2>&1 \
   && grep -q "classes: every <class>.npy in $in/npy, in sorted order" "$work/stdout" \

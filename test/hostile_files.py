@@ -73,3 +73,69 @@ for tag, n in (("1e9", 10**9), ("3e6", 3 * 10**6), ("short", 7)):
         del f["optimizer_weights/m"]
         f.create_dataset("optimizer_weights/m", shape=(n,), dtype="f4", chunks=(min(n, 1024),))
     checkpoint(f"state-{tag}", big_state)
+
+
+# Datasets that lie or hold what train would misread.
+def dataset(name, train_images=None, train_labels=None, **create):
+    with h5py.File(path("data", name + ".h5"), "w") as f:
+        f.attrs["class_names"] = [b"a", b"b", b"c"]
+        for split, n in (("train", 60), ("val", 20)):
+            f[f"{split}/images"] = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+            f[f"{split}/labels"] = np.arange(n, dtype=np.int32) % 3
+        if train_images is not None:
+            del f["train/images"]
+            f.create_dataset("train/images", data=train_images, **create)
+        if train_labels is not None:
+            del f["train/labels"]
+            f["train/labels"] = train_labels
+
+
+def sparse(n):  # a shape of n images, chunked, nothing written: a few KB on disk
+    def make(name):
+        with h5py.File(path("data", name + ".h5"), "w") as f:
+            f.attrs["class_names"] = [b"a", b"b", b"c"]
+            for split in ("train", "val"):
+                f.create_dataset(f"{split}/images", shape=(n, 28, 28), dtype="u1", chunks=(1, 28, 28))
+                f.create_dataset(f"{split}/labels", shape=(n,), dtype="i4", chunks=(1024,))
+    return make
+
+
+for n in (3 * 10**6, 10**8):
+    sparse(n)(f"sparse-{n}")
+dataset("int8", train_images=rng.integers(-128, 128, (60, 28, 28), dtype=np.int8))
+dataset("lzf", train_images=rng.integers(0, 256, (60, 28, 28), dtype=np.uint8), compression="lzf")
+for tag, value in (("2pow32", 2**32), ("neg", -1), ("big", 2**62)):
+    labels = np.arange(60, dtype=np.int64) % 3
+    labels[7] = value
+    dataset(f"label-{tag}", train_labels=labels)
+
+# Images and .npy files whose headers lie.
+for tag, header in (("p2-huge", b"P2\n99999 99999\n255\n1 2 3\n"), ("p5-huge", b"P5\n2000000000 2000000000\n255\n"),
+                    ("p5-wide", b"P5\n40000 1\n255\n")):
+    with open(path("img", tag + ".pgm"), "wb") as f:
+        f.write(header)
+import zlib  # noqa: E402
+
+
+def png(name, w, h, rows=b""):
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    with open(path("img", name + ".png"), "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
+
+
+png("huge", 40000, 40000, b"\0" * (40001 * 200))  # a few rows of the 1.6 GB; the header is what matters
+png("wide", 100000, 1, b"\0" * 100001)
+
+
+def npy(name, shape_text, data=b""):
+    header = ("{'descr': '|u1', 'fortran_order': False, 'shape': %s, }" % shape_text).encode()
+    header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    with open(path("badnpy", name + ".npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + data)
+
+
+npy("neg-rows", "(-1, 784)", bytes(784))
+npy("neg-cols", "(1, -784)", bytes(784))
+npy("huge-rows", "(1000000000, 784)", bytes(784))

@@ -40,8 +40,9 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
   const auto idims = f.shape(images), ldims = f.shape(labels);
   if (idims.size() != 3 || idims[1] != kImageSide || idims[2] != kImageSide)
     throw Error(path + ": dataset " + images + " has shape " + dims_text(idims) + ", expected " + image_rows_shape_text());
-  if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1)
-    throw Error(path + ": dataset " + images + " must be uint8 pixels");
+  if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1 || f.type_signed(images))
+    throw Error(path + ": dataset " + images + " must be uint8 pixels (0-255)" +
+                (f.type_signed(images) ? std::string(", not int8, whose negative values would read as 0; convert it") : ""));
   if (ldims.size() != 1 || ldims[0] != idims[0])
     throw Error(path + ": dataset " + labels + " has shape " + dims_text(ldims) + ", expected (" +
                 std::to_string(idims[0]) + ",) to match " + images);
@@ -56,13 +57,14 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
   auto [first, last] = slice_bounds(s.total_rows, rank, size);
   s.first_row = first;
   s.data.images = f.read_rows<uint8_t>(images, hsize_t(first), hsize_t(last - first));
-  s.data.labels = f.read_rows<int32_t>(labels, hsize_t(first), hsize_t(last - first));
-  const int32_t classes = int32_t(s.class_names.size());
-  for (int64_t i = 0; i < s.data.size(); ++i)
-    if (s.data.labels[i] < 0 || s.data.labels[i] >= classes)
-      throw Error(path + ": " + labels + " row " + std::to_string(first + i) + " has label " +
-                  std::to_string(s.data.labels[i]) + ", outside the " + std::to_string(classes) +
-                  " classes of class_names");
+  // Read as int64, so that a wide label is reported as it is, not as int32's clamped value.
+  const auto wide = f.read_rows<int64_t>(labels, hsize_t(first), hsize_t(last - first));
+  const int64_t classes = int64_t(s.class_names.size());
+  for (size_t i = 0; i < wide.size(); ++i)
+    if (wide[i] < 0 || wide[i] >= classes)
+      throw Error(path + ": " + labels + " row " + std::to_string(first + int64_t(i)) + " has label " +
+                  std::to_string(wide[i]) + ", outside the " + std::to_string(classes) + " classes of class_names");
+  s.data.labels.assign(wide.begin(), wide.end());
   return s;
 }
 
