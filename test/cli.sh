@@ -132,7 +132,17 @@ for name, n in (("train", 30), ("t10k", 0)):
     open(f"{d}/three/{name}-images-idx3-ubyte", "wb").write(struct.pack(">BBBBIII", 0, 0, 8, 3, n, 28, 28) + bytes(784 * n))
     open(f"{d}/three/{name}-labels-idx1-ubyte", "wb").write(struct.pack(">BBBBI", 0, 0, 8, 1, n) + bytes([0, 1, 2] * (n // 3)))
 PY
-"$PITRAIN" prepare --idx "$work/three" --classes a,b,c --out "$work/three.h5" >/dev/null
+# prepare refuses to write a file without a val split; one made otherwise, train refuses.
+expect_error "three.h5: the val split would be empty; the t10k-* IDX files hold no images" \
+  mpi -np 2 "$PITRAIN" prepare --idx "$work/three" --classes a,b,c --out "$work/three.h5"
+h5py=$(for py in python3 /usr/bin/python3; do "$py" -c 'import h5py' 2>/dev/null && echo "$py" && break; done)
+"$h5py" - "$work/three.h5" <<'PY'
+import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], "w") as f:
+    f["train/images"] = np.zeros((30, 28, 28), np.uint8); f["train/labels"] = np.arange(30, dtype=np.int32) % 3
+    f["val/images"] = np.zeros((0, 28, 28), np.uint8); f["val/labels"] = np.zeros(0, np.int32)
+    f.attrs["class_names"] = [b"a", b"b", b"c"]
+PY
 expect_error "the val split is empty" mpi -np 2 "$PITRAIN" train --data "$work/three.h5"
 expect_error "class_names differ from the checkpoint's" "$PITRAIN" evaluate --model "$work/m.h5" --data "$work/three.h5" --split train
 expect_error "no train-images-idx3-ubyte" "$PITRAIN" prepare --idx /nonexistent --out "$work/x.h5"

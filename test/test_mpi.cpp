@@ -5,6 +5,7 @@
 
 #include "helpers.h"
 #include "pitrain/checkpoint.h"
+#include "pitrain/error.h"
 #include "pitrain/fit.h"
 
 using namespace pitrain;
@@ -187,4 +188,29 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
     }
     CHECK(same_on_every_rank(p));
   }
+}
+
+TEST_CASE("run_together: whatever one rank throws, every rank leaves with a JointError") {
+  Comm comm;
+  const int last = comm.size() - 1;
+  auto joint = [&](const std::function<void()>& step) -> JointError {
+    try {
+      run_together(comm, step);
+    } catch (const JointError& e) {
+      return e;
+    }
+    FAIL("run_together did not throw");
+    return JointError("");
+  };
+  // A bad flag found by rank-0-only work (prepare's writer): exit 2 on every rank, rank 0 speaks.
+  JointError usage = joint([&] { if (comm.rank() == 0) throw UsageError("--out: bad"); });
+  CHECK(usage.code == 2);
+  CHECK(std::string(usage.what()) == (comm.rank() == 0 ? "--out: bad" : ""));
+  // Not ours: the standard library's, on the last rank only; said as one line by that rank.
+  JointError oom = joint([&] { if (comm.rank() == last) throw std::bad_alloc(); });
+  CHECK(oom.code == 1);
+  CHECK(std::string(oom.what()).find(comm.rank() == last ? "out of memory" : "") == 0);
+  JointError other = joint([&] { if (comm.rank() == last) (void)std::string("x").at(5); });
+  if (comm.rank() == last) CHECK(std::string(other.what()).find("unexpected failure (basic_string") == 0);
+  run_together(comm, [] {});  // nothing thrown: nothing to say
 }

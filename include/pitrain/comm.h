@@ -46,8 +46,10 @@ class Comm {
 // Ranks on this node (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE), 1 when not launched by mpirun.
 int local_ranks();
 
-// Runs `step` on every rank; if it threw an Error on any rank, every rank throws JointError
-// (carrying the message on the lowest failed rank), so all leave together instead of hanging.
+// Runs `step` on every rank; if it threw on any rank (an Error, a UsageError, or any other
+// exception, e.g. std::bad_alloc), every rank throws JointError carrying the message of the
+// lowest failed rank, so all leave together instead of hanging: `step` may hold work that only
+// some ranks do (rank 0 writing a file) and that fails on those alone.
 void run_together(Comm& comm, const std::function<void()>& step);
 
 }  // namespace pitrain

@@ -26,6 +26,10 @@ struct RankSlice {
   std::vector<std::string> class_names;
 };
 
+// What is wrong with a list of class names (fewer than two, an empty one, one named twice), or ""
+// when nothing is: a dataset file, a checkpoint and prepare's --classes all need a usable list.
+std::string class_names_problem(const std::vector<std::string>& names);
+
 // Reads only this rank's rows of `split` ("train" or "val") with an HDF5 hyperslab, and checks
 // shapes, dtypes and the label range against class_names.
 RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size);

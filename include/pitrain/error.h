@@ -1,5 +1,6 @@
 // Errors that reach the user as one line.
 #pragma once
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -17,9 +18,21 @@ struct UsageError : Error {
 };
 
 // An error that every rank learned of together (see run_together): the lowest failed rank
-// carries its message, the others an empty one; all exit without MPI_Abort.
+// carries its message, the others an empty one; all exit without MPI_Abort, with `code`
+// (2 when it was a UsageError, as for a bad flag seen by every rank).
 struct JointError : Error {
-  using Error::Error;
+  explicit JointError(const std::string& message, int code = 1) : Error(message), code(code) {}
+  int code;
 };
+
+// The one line for an exception that is not ours (the standard library's, HDF5's C++ runtime,
+// ...): ours already name the thing and the fix; for the others, say what it means.
+inline std::string failure_text(const std::exception& e) {
+  if (dynamic_cast<const Error*>(&e)) return e.what();
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    return "out of memory (" + std::string(e.what()) +
+           "); use a smaller model or --batch-size, fewer ranks a node, or check the input files' sizes";
+  return "unexpected failure (" + std::string(e.what()) + "); this is a pitrain bug, please report it with the command line";
+}
 
 }  // namespace pitrain

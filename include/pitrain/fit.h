@@ -17,7 +17,7 @@ namespace pitrain {
 // What `pitrain train` was asked for; the command line checks the values (cli/train.cpp).
 struct TrainOptions {
   std::string data;
-  std::string model = "cnn";
+  std::string model = "cnn";     // with resume: "" continues the checkpoint's; another model fails
   std::string optimizer = "adam";
   int epochs = 1;
   int64_t steps_per_epoch = 0;  // 0: one pass over the largest rank slice

@@ -68,5 +68,7 @@ class StallWatchdog {
 
 // The name of the first layer whose gradients hold NaN or Inf, or "" when all are finite.
 std::string first_non_finite_layer(const Model& model);
+// The same for any buffer laid out as the parameters (the weights of a loaded checkpoint).
+std::string first_non_finite_layer(const Model& model, const std::vector<float>& flat);
 
 }  // namespace pitrain

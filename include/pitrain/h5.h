@@ -49,6 +49,7 @@ class File {
   std::vector<hsize_t> shape(const std::string& name) const;
   H5T_class_t type_class(const std::string& name) const;
   size_t type_size(const std::string& name) const;
+  bool type_signed(const std::string& name) const;
   // Rows [first, first + count) along dimension 0, converted to T.
   template <class T>
   std::vector<T> read_rows(const std::string& name, hsize_t first, hsize_t count) const;
@@ -71,6 +72,8 @@ class File {
   File(Handle h, std::string path) : h_(std::move(h)), path_(std::move(path)) {}
   Handle open_dataset(const std::string& name) const;
   Handle open_attr(const std::string& name) const;
+  // Error unless the dataset's filters can be decoded and the file stores the bytes it declares.
+  void check_stored(const std::string& name, hid_t ds) const;
   Handle h_;
   std::string path_;
 };

@@ -9,7 +9,7 @@ namespace pitrain {
 struct PrepareOptions {
   std::string npy_dir;               // Quick Draw numpy_bitmap files, <class>.npy
   std::string idx_dir;               // or MNIST-style IDX files (train-* and t10k-*)
-  std::vector<std::string> classes;  // npy: which files, in label order; idx: the label names
+  std::vector<std::string> classes;  // npy: which files, in label order (none: every <class>.npy, sorted); idx: the label names
   int64_t max_per_class = 0;         // npy: keep the first N drawings of each class (0 = all)
   uint64_t seed = 0;
   double val_fraction = 0.1;         // npy only: IDX keeps its own test set as /val
@@ -21,10 +21,17 @@ struct ClassCount {
   int64_t train = 0, val = 0;
 };
 
-// Writes opts.out and returns the per-class counts.
+// UsageError unless the options make sense together (no file is read): run it on every rank.
+void check_prepare_options(const PrepareOptions& opts);
+
+// Writes opts.out and returns the per-class counts, in label order.
 std::vector<ClassCount> prepare_dataset(const PrepareOptions& opts);
 
-// Class names from "a,b,c" or from a file with one name per line (# starts a comment).
+// Class names from "a,b,c" or from a file with one name per line (# starts a comment); at least
+// two, each once.
 std::vector<std::string> parse_class_list(const std::string& text_or_file);
+
+// The class names of every <class>.npy in `dir`, sorted (Keras' image_dataset_from_directory).
+std::vector<std::string> npy_class_names(const std::string& dir);
 
 }  // namespace pitrain

@@ -57,9 +57,9 @@ int main(int argc, char** argv) {
     code = 2;
   } catch (const pitrain::JointError& e) {  // every rank knows; only those that failed speak
     if (*e.what()) std::cerr << "pitrain: error" << who << ": " << e.what() << "\n";
-    code = 1;
+    code = e.code;
   } catch (const std::exception& e) {
-    std::cerr << "pitrain: error" << who << ": " << e.what() << std::endl;
+    std::cerr << "pitrain: error" << who << ": " << pitrain::failure_text(e) << std::endl;
     if (comm.size() > 1) MPI_Abort(MPI_COMM_WORLD, 1);
     code = 1;
   }

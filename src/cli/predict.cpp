@@ -10,20 +10,13 @@
 
 namespace pitrain::cli {
 
-int predict(int argc, char** argv, Comm& comm) {
-  cxxopts::Options options("predict", "Top-3 classes of 28x28 grayscale PGM/PNG images or .npy rows");
-  options.add_options()
-    ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value<std::string>())
-    ("files", "Images (.pgm, .png) or .npy files", cxxopts::value<std::vector<std::string>>());
-  options.parse_positional({"files"});
-  options.positional_help("FILE...");
-  cxxopts::ParseResult r;
-  if (!parse(options, argc, argv, comm, r)) return 0;
-  if (!r.count("model") || !r.count("files")) throw UsageError("predict: give --model FILE.h5 and one or more image files");
-  if (comm.rank() != 0) return 0;  // a handful of images: one rank is plenty
-  Checkpoint ckpt = load_checkpoint(r["model"].as<std::string>());
+namespace {
+
+// Top-3 classes of each image or .npy row, printed as they come.
+void predict_files(const std::string& model, const std::vector<std::string>& files) {
+  Checkpoint ckpt = load_checkpoint(model);
   const int classes = ckpt.model.classes(), top = std::min(3, classes);
-  for (const auto& file : r["files"].as<std::vector<std::string>>()) {
+  for (const auto& file : files) {
     const ImageArray images = read_prediction_input(file);
     const Split split{images.pixels, std::vector<int32_t>(size_t(images.rows), 0)};
     BatchLoader loader(split, 1);
@@ -42,6 +35,23 @@ int predict(int argc, char** argv, Comm& comm) {
       std::printf("\n");
     }
   }
+}
+
+}  // namespace
+
+int predict(int argc, char** argv, Comm& comm) {
+  cxxopts::Options options("predict", "Top-3 classes of 28x28 grayscale PGM/PNG images or .npy rows");
+  options.add_options()
+    ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value<std::string>())
+    ("files", "Images (.pgm, .png) or .npy files", cxxopts::value<std::vector<std::string>>());
+  options.parse_positional({"files"});
+  options.positional_help("FILE...");
+  cxxopts::ParseResult r;
+  if (!parse(options, argc, argv, comm, r)) return 0;
+  if (!r.count("model") || !r.count("files")) throw UsageError("predict: give --model FILE.h5 and one or more image files");
+  run_together(comm, [&] {  // a handful of images: rank 0 is plenty; the others wait to learn how it went
+    if (comm.rank() == 0) predict_files(r["model"].as<std::string>(), r["files"].as<std::vector<std::string>>());
+  });
   return 0;
 }
 

@@ -11,7 +11,7 @@ int prepare(int argc, char** argv, Comm& comm) {
   options.add_options()
     ("npy", "Folder of Quick Draw numpy_bitmap files, <class>.npy", cxxopts::value<std::string>())
     ("idx", "Folder of MNIST-style IDX files (train-*, t10k-*; .gz or plain)", cxxopts::value<std::string>())
-    ("classes", "Class names in label order: a,b,c or a file with one a line", cxxopts::value<std::string>())
+    ("classes", "Class names in label order: a,b,c or a file with one a line (--npy: default every <class>.npy, sorted)", cxxopts::value<std::string>())
     ("max-per-class", "Keep the first N drawings of each class (0 = all)", cxxopts::value<int64_t>()->default_value("0"))
     ("val-fraction", "Share held out as /val (npy; IDX keeps its test set)", cxxopts::value<double>()->default_value("0.1"))
     ("seed", "Shuffle seed", cxxopts::value<uint64_t>()->default_value("0"))
@@ -26,11 +26,15 @@ int prepare(int argc, char** argv, Comm& comm) {
   o.max_per_class = r["max-per-class"].as<int64_t>();
   o.val_fraction = r["val-fraction"].as<double>();
   o.seed = r["seed"].as<uint64_t>();
+  check_prepare_options(o);  // on every rank, so that a bad flag ends them all
   std::vector<ClassCount> counts;
   run_together(comm, [&] {
     if (comm.rank() == 0) counts = prepare_dataset(o);  // one writer; the other ranks just wait
   });
   if (comm.rank() != 0) return 0;
+  if (!o.npy_dir.empty() && o.classes.empty())
+    std::printf("classes: every <class>.npy in %s, in sorted order (label 0 first); --classes chooses others\n",
+                o.npy_dir.c_str());
   int64_t train = 0, val = 0;
   std::printf("%-20s %8s %8s\n", "class", "train", "val");
   for (auto& c : counts) {

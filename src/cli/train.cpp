@@ -17,13 +17,15 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require_choice("--optimizer", o.optimizer, optimizer_names());
   require_choice("--lr-scaling", r["lr-scaling"].as<std::string>(), {"none", "linear"});
   require(o.warmup_epochs >= 0, "--warmup-epochs must be 0 or positive");
-  require(o.threads >= 0, "--threads must be 0 (automatic) or positive");
+  require(o.threads >= 0 && o.threads <= 1024, "--threads must be 0 (automatic) or 1 to 1024, got " + std::to_string(o.threads));
+  require(o.expect_ranks >= 0, "--expect-ranks must be 0 (any) or positive, got " + std::to_string(o.expect_ranks));
   require(o.checkpoint_every > 0, "--checkpoint-every must be a positive number of epochs");
   require(o.stall_timeout >= 0, "--stall-timeout must be 0 (off) or a positive number of seconds");
   require_choice("--grad-dtype", r["grad-dtype"].as<std::string>(), wire_type_names());
   require(o.sync.sync_every >= 1, "--sync-every must be a positive number of steps");
   require(o.sync.sync_warmup >= 0, "--sync-warmup must be 0 or positive");
-  require(r["bucket-kb"].as<int64_t>() > 0, "--bucket-kb must be positive");
+  const int64_t bucket_kb = r["bucket-kb"].as<int64_t>();  // in KB: bounded so that the bytes fit an int64
+  require(bucket_kb > 0 && bucket_kb <= 1048576, "--bucket-kb must be 1 to 1048576 (1 GB), got " + std::to_string(bucket_kb));
 }
 
 }  // namespace
@@ -62,6 +64,7 @@ int train(int argc, char** argv, Comm& comm) {
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
   check_train_flags(o, r);
+  if (!o.resume.empty() && !r.count("model")) o.model.clear();  // the checkpoint's model
   o.linear_lr_scaling = r["lr-scaling"].as<std::string>() == "linear";
   o.sync.wire = *wire_type_named(r["grad-dtype"].as<std::string>());
   o.sync.bucket_bytes = r["bucket-kb"].as<int64_t>() * 1024;

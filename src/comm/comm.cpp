@@ -90,15 +90,18 @@ int local_ranks() {
 
 void run_together(Comm& comm, const std::function<void()>& step) {
   std::string message;
+  bool failed = false, usage = false;
   try {
     step();
-  } catch (const UsageError&) {
-    throw;  // every rank throws it alike
-  } catch (const Error& e) {
-    message = e.what();
+  } catch (const std::exception& e) {  // a UsageError too: it may come from work only some ranks do
+    message = failure_text(e);
+    failed = true;
+    usage = dynamic_cast<const UsageError*>(&e) != nullptr;
   }
-  const int first = comm.first_failed(message.empty());
-  if (first < comm.size()) throw JointError(comm.rank() == first ? message : "");  // one rank speaks
+  const int first = comm.first_failed(!failed);
+  if (first == comm.size()) return;
+  const bool first_was_usage = comm.first_failed(!usage) == first;  // the same on every rank
+  throw JointError(comm.rank() == first ? message : "", first_was_usage ? 2 : 1);  // one rank speaks
 }
 
 }  // namespace pitrain

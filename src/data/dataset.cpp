@@ -20,17 +20,29 @@ std::string dims_text(const std::vector<hsize_t>& dims) {
 
 }  // namespace
 
+std::string class_names_problem(const std::vector<std::string>& names) {
+  if (names.size() < 2) return std::to_string(names.size()) + " class name(s); a classifier needs at least 2";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) return "class name " + std::to_string(i) + " is empty";
+    for (size_t j = 0; j < i; ++j)
+      if (names[j] == names[i]) return "class name '" + names[i] + "' is given twice (labels " + std::to_string(j) + " and " + std::to_string(i) + ")";
+  }
+  return "";
+}
+
 RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size) {
   auto f = h5::File::open_read(path);
   const std::string images = "/" + split + "/images", labels = "/" + split + "/labels";
   RankSlice s;
   s.class_names = f.attr_strings("class_names");
-  if (s.class_names.empty()) throw Error(path + ": attribute class_names is empty");
+  if (const auto problem = class_names_problem(s.class_names); !problem.empty())
+    throw Error(path + ": attribute class_names: " + problem + "; prepare the file again");
   const auto idims = f.shape(images), ldims = f.shape(labels);
   if (idims.size() != 3 || idims[1] != kImageSide || idims[2] != kImageSide)
     throw Error(path + ": dataset " + images + " has shape " + dims_text(idims) + ", expected " + image_rows_shape_text());
-  if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1)
-    throw Error(path + ": dataset " + images + " must be uint8 pixels");
+  if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1 || f.type_signed(images))
+    throw Error(path + ": dataset " + images + " must be uint8 pixels (0-255)" +
+                (f.type_signed(images) ? std::string(", not int8, whose negative values would read as 0; convert it") : ""));
   if (ldims.size() != 1 || ldims[0] != idims[0])
     throw Error(path + ": dataset " + labels + " has shape " + dims_text(ldims) + ", expected (" +
                 std::to_string(idims[0]) + ",) to match " + images);
@@ -45,13 +57,14 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
   auto [first, last] = slice_bounds(s.total_rows, rank, size);
   s.first_row = first;
   s.data.images = f.read_rows<uint8_t>(images, hsize_t(first), hsize_t(last - first));
-  s.data.labels = f.read_rows<int32_t>(labels, hsize_t(first), hsize_t(last - first));
-  const int32_t classes = int32_t(s.class_names.size());
-  for (int64_t i = 0; i < s.data.size(); ++i)
-    if (s.data.labels[i] < 0 || s.data.labels[i] >= classes)
-      throw Error(path + ": " + labels + " row " + std::to_string(first + i) + " has label " +
-                  std::to_string(s.data.labels[i]) + ", outside the " + std::to_string(classes) +
-                  " classes of class_names");
+  // Read as int64, so that a wide label is reported as it is, not as int32's clamped value.
+  const auto wide = f.read_rows<int64_t>(labels, hsize_t(first), hsize_t(last - first));
+  const int64_t classes = int64_t(s.class_names.size());
+  for (size_t i = 0; i < wide.size(); ++i)
+    if (wide[i] < 0 || wide[i] >= classes)
+      throw Error(path + ": " + labels + " row " + std::to_string(first + int64_t(i)) + " has label " +
+                  std::to_string(wide[i]) + ", outside the " + std::to_string(classes) + " classes of class_names");
+  s.data.labels.assign(wide.begin(), wide.end());
   return s;
 }
 

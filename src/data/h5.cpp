@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "pitrain/error.h"
+#include "pitrain/memory.h"
 
 namespace pitrain::h5 {
 namespace {
@@ -106,9 +107,38 @@ size_t File::type_size(const std::string& name) const {
   return H5Tget_size(t.get());
 }
 
+void File::check_stored(const std::string& name, hid_t ds) const {
+  Handle dcpl(H5Dget_create_plist(ds), H5Pclose);
+  const int filters = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, config = 0;
+    size_t nvalues = 0;
+    char filter[64] = "";
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), unsigned(i), &flags, &nvalues, nullptr, sizeof filter, filter, &config);
+    if (H5Zfilter_avail(id) <= 0)
+      throw Error(path_ + ": " + name + " is compressed with the filter '" + filter + "' (HDF5 filter " + std::to_string(id) +
+                  "), which this HDF5 library cannot decode; write it uncompressed or with gzip");
+  }
+  Handle space(H5Dget_space(ds), H5Sclose), type(H5Dget_type(ds), H5Tclose);
+  const double declared = double(H5Sget_simple_extent_npoints(space.get())) * double(H5Tget_size(type.get()));
+  // Unwritten chunks read as zeros: a file that stores less than its shape declares is not data.
+  // Compressed, deflate packs at most about 1032:1.
+  const double stored = double(H5Dget_storage_size(ds)) * (filters > 0 ? 1032.0 : 1.0);
+  if (stored < declared)
+    throw Error(path_ + ": " + name + " declares " + std::to_string(uint64_t(declared)) + " bytes but the file stores only " +
+                std::to_string(H5Dget_storage_size(ds)) + " (a sparse or truncated dataset); write the file again");
+}
+
+bool File::type_signed(const std::string& name) const {
+  Handle ds = open_dataset(name);
+  Handle t(H5Dget_type(ds.get()), H5Tclose);
+  return H5Tget_sign(t.get()) == H5T_SGN_2;
+}
+
 template <class T>
 std::vector<T> File::read_rows(const std::string& name, hsize_t first, hsize_t count) const {
   Handle ds = open_dataset(name);
+  check_stored(name, ds.get());
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   std::vector<hsize_t> dims(H5Sget_simple_extent_ndims(space.get()));
   H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
@@ -117,9 +147,11 @@ std::vector<T> File::read_rows(const std::string& name, hsize_t first, hsize_t c
   std::vector<hsize_t> start(dims.size(), 0), extent = dims;
   start[0] = first;
   extent[0] = count;
-  size_t n = 1;
-  for (auto d : extent) n *= d;
-  std::vector<T> out(n);
+  double n = 1;  // no wrap: the dimensions come from the file
+  for (auto d : extent) n *= double(d);
+  check_fits_memory(path_ + ": " + name, n * sizeof(T), "use more ranks, on more machines");
+  std::vector<T> out;
+  out.resize(static_cast<size_t>(n));
   if (n == 0) return out;
   H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr);
   Handle mem(H5Screate_simple(int(extent.size()), extent.data(), nullptr), H5Sclose);
@@ -191,6 +223,7 @@ std::vector<std::string> File::attr_strings(const std::string& name) const {
   if (H5Tis_variable_str(ft.get()) > 0) {
     std::vector<char*> ptrs(n);
     Handle t = string_type();
+    H5Tset_cset(t.get(), H5Tget_cset(ft.get()));  // HDF5 converts no charset: h5py writes bytes as ASCII
     if (H5Aread(a.get(), t.get(), ptrs.data()) < 0) throw Error(path_ + ": cannot read attribute " + name);
     for (char* p : ptrs) out.emplace_back(p ? p : "");
     H5Dvlen_reclaim(t.get(), space.get(), H5P_DEFAULT, ptrs.data());

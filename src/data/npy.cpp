@@ -15,12 +15,13 @@ std::string dict_value(const std::string& header, const std::string& key) {
   return m[1].str();
 }
 
-// The numbers of a shape tuple; one too large for any real file counts as -1 (rejected later).
+// The numbers of a shape tuple; a negative one, or one too large for any real file, counts as -1
+// (rejected later).
 std::vector<int64_t> parse_shape(const std::string& tuple) {
   std::vector<int64_t> dims;
-  std::regex num("\\d+");
+  std::regex num("-?\\d+");
   for (auto it = std::sregex_iterator(tuple.begin(), tuple.end(), num); it != std::sregex_iterator(); ++it)
-    dims.push_back(it->length() > 12 ? -1 : std::stoll(it->str()));
+    dims.push_back(it->str()[0] == '-' || it->length() > 12 ? -1 : std::stoll(it->str()));
   return dims;
 }
 

@@ -1,6 +1,7 @@
 #include "pitrain/prepare.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/image_files.h"
+#include "pitrain/paths.h"
 #include "pitrain/rng.h"
 
 namespace pitrain {
@@ -71,23 +73,45 @@ std::vector<std::string> parse_class_list(const std::string& text_or_file) {
     }
   }
   if (names.empty()) throw UsageError("--classes " + text_or_file + ": no class names (give a,b,c or a file with one name a line)");
+  if (const auto problem = class_names_problem(names); !problem.empty())
+    throw UsageError("--classes " + text_or_file + ": " + problem);
   return names;
 }
 
-std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
+std::vector<std::string> npy_class_names(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".npy") names.push_back(it->path().stem().string());
+  if (ec) throw Error(dir + ": cannot list the folder (" + ec.message() + "); check --npy");
+  std::sort(names.begin(), names.end());
+  if (names.size() < 2)
+    throw Error(dir + ": " + std::to_string(names.size()) + " <class>.npy file(s); a classifier needs at least 2 classes");
+  return names;
+}
+
+void check_prepare_options(const PrepareOptions& o) {
   if (o.npy_dir.empty() == o.idx_dir.empty()) throw UsageError("prepare: give exactly one of --npy DIR or --idx DIR");
   if (o.out.empty()) throw UsageError("prepare: --out FILE.h5 is required");
-  if (!(o.val_fraction >= 0 && o.val_fraction < 1)) throw UsageError("prepare: --val-fraction must be in [0, 1)");
+  if (!(o.val_fraction > 0 && o.val_fraction < 1))
+    throw UsageError("prepare: --val-fraction must be above 0 and below 1 (train needs a val split), got " + std::to_string(o.val_fraction));
   if (o.max_per_class < 0) throw UsageError("prepare: --max-per-class must be 0 (all) or positive");
+}
+
+std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
+  check_prepare_options(o);
   std::vector<std::string> names = o.classes;
+  std::vector<std::pair<std::string, std::string>> inputs;  // that --out must not overwrite
   Split train, val;
   std::map<std::string, std::string> provenance{{"seed", std::to_string(o.seed)}, {"created_by", "pitrain prepare"}};
   if (!o.npy_dir.empty()) {
-    if (names.empty()) throw UsageError("prepare: --classes is required with --npy (which <class>.npy files, in label order)");
+    if (names.empty()) names = npy_class_names(o.npy_dir);
+    for (const auto& name : names) inputs.push_back({"--npy", o.npy_dir + "/" + name + ".npy"});
+    check_output("--out", o.out, inputs);
     std::vector<uint8_t> images;
     std::vector<int32_t> labels;
     for (size_t c = 0; c < names.size(); ++c) {
-      const auto a = read_npy_images(o.npy_dir + "/" + names[c] + ".npy");
+      const auto a = read_npy_images(inputs[c].second);
       const int64_t keep = o.max_per_class > 0 ? std::min(o.max_per_class, a.rows) : a.rows;
       images.insert(images.end(), a.pixels.begin(), a.pixels.begin() + keep * kImagePixels);
       labels.insert(labels.end(), size_t(keep), int32_t(c));
@@ -105,6 +129,7 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
     for (auto [stem, split] : {std::pair{"train", &train}, std::pair{"t10k", &val}}) {
       const std::string ifile = idx_file(o.idx_dir, std::string(stem) + "-images-idx3");
       const std::string lfile = idx_file(o.idx_dir, std::string(stem) + "-labels-idx1");
+      check_output("--out", o.out, {{"--idx", ifile}, {"--idx", lfile}});
       const auto a = read_idx_images(ifile);
       const auto l = read_idx_labels(lfile);
       if (names.empty())
@@ -117,6 +142,9 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
     provenance["source"] = "IDX files from " + o.idx_dir + "; /val is the IDX test set (t10k)";
   }
   if (train.size() == 0) throw Error(o.out + ": the train split would be empty; lower --val-fraction or add data");
+  if (val.size() == 0)  // train refuses a file without one
+    throw Error(o.out + ": the val split would be empty; " +
+                (o.npy_dir.empty() ? "the t10k-* IDX files hold no images" : "raise --val-fraction or add data"));
   write_dataset(o.out, train, val, names, provenance);
   std::vector<ClassCount> counts(names.size());
   for (size_t c = 0; c < names.size(); ++c) counts[c].name = names[c];

@@ -5,6 +5,7 @@
 
 #include "pitrain/error.h"
 #include "pitrain/layer_registry.h"
+#include "pitrain/memory.h"
 #include "pitrain/rng.h"
 
 namespace pitrain {
@@ -21,6 +22,8 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
   for (auto& l : layers_) offsets_.push_back(total), total += l->num_params();
   if (total > (int64_t(1) << 30))
     throw UsageError("model spec: " + std::to_string(total) + " parameters is more than this tool is meant for (2^30)");
+  check_fits_memory("model " + spec_ + ": its " + std::to_string(total) + " parameters (weights, gradients, Adam's two moments)",
+                    16.0 * double(total), "use fewer or smaller layers");
   params_.assign(size_t(total), 0.0f);
   grads_.assign(size_t(total), 0.0f);
   for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);

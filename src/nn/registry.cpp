@@ -66,7 +66,9 @@ Activation activation(const LayerCall& call, const std::string& arg) {
 float rate(const LayerCall& call, const std::string& arg) {
   float r = -1;
   try {
-    r = std::stof(arg);
+    size_t used = 0;
+    r = std::stof(arg, &used);
+    if (used != arg.size()) r = -1;  // "0.5abc" is no rate
   } catch (const std::exception&) {
   }
   if (!(r >= 0 && r < 1))

@@ -4,10 +4,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
+#include "pitrain/dataset.h"
 #include "pitrain/error.h"
+#include "pitrain/guard.h"
 #include "pitrain/h5.h"
 
 namespace pitrain {
@@ -26,6 +30,40 @@ void fsync_path(const std::string& path) {
 std::string folder_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : path.substr(0, slash + 1);
+}
+
+// A count attribute (epoch, step, ...): a whole number from 0 to 2^53, which a double holds exactly.
+int64_t count_attr(const h5::File& f, const std::string& name) {
+  const double v = f.attr_double(name);
+  if (!(v >= 0 && v <= 9007199254740992.0 && std::floor(v) == v)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    throw Error(f.path() + ": attribute " + name + " is " + text +
+                ", not a count (a whole number from 0); the checkpoint is damaged, resume from another");
+  }
+  return int64_t(v);
+}
+
+uint64_t seed_attr(const h5::File& f) {
+  const std::string s = f.attr_string("seed");
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+    throw Error(f.path() + ": attribute seed is '" + s + "', not a decimal number from 0 to 2^64-1; the checkpoint is damaged");
+  return v;
+}
+
+// The model its model_spec and class_names describe; an Error naming the file when they do not fit.
+Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_names) {
+  if (const auto problem = class_names_problem(class_names); !problem.empty())
+    throw Error(f.path() + ": attribute class_names: " + problem + "; the checkpoint is damaged");
+  const std::string spec = f.attr_string("model_spec");
+  try {
+    return Model(spec, int(class_names.size()));
+  } catch (const Error& e) {  // its words are about a --model flag: say it is this file's
+    throw Error(f.path() + ": its model_spec does not fit its " + std::to_string(class_names.size()) +
+                " class_names (" + e.what() + "); the checkpoint is damaged or was edited");
+  }
 }
 
 }  // namespace
@@ -65,7 +103,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (!f.has_attr("model_spec") || !f.exists("/model_weights"))
     throw Error(path + ": not a pitrain checkpoint (no model_spec or /model_weights); give a file written by `pitrain train --checkpoint`");
   const auto class_names = f.attr_strings("class_names");
-  Checkpoint c{Model(f.attr_string("model_spec"), int(class_names.size())), class_names, {}, "", 0, {}};
+  Checkpoint c{checkpoint_model(f, class_names), class_names, {}, "", 0, {}};
   const auto names = c.model.layer_names();
   for (size_t i = 0; i < c.model.layers().size(); ++i)
     for (const auto& p : c.model.layers()[i]->params()) {
@@ -76,14 +114,23 @@ Checkpoint load_checkpoint(const std::string& path) {
       const auto w = f.read_all<float>(name);
       std::copy(w.begin(), w.end(), c.model.params().begin() + c.model.param_offset(i) + p.offset);
     }
+  if (const auto bad = first_non_finite_layer(c.model, c.model.params()); !bad.empty())
+    throw Error(path + ": the weights of " + bad + " hold NaN or Inf; the checkpoint is damaged, resume from another");
   c.optimizer = f.attr_string("optimizer");
-  c.iterations = int64_t(f.attr_double("iterations"));
-  c.state.epoch = int64_t(f.attr_double("epoch"));
-  c.state.step = int64_t(f.attr_double("step"));
-  c.state.epoch_step = f.has_attr("epoch_step") ? int64_t(f.attr_double("epoch_step")) : 0;
-  c.state.seed = std::stoull(f.attr_string("seed"));
-  for (const auto& name : f.members("/optimizer_weights"))  // the optimizer's own names (Optimizer::state)
-    c.optimizer_state[name] = f.read_all<float>("/optimizer_weights/" + name);
+  c.iterations = count_attr(f, "iterations");
+  c.state.epoch = count_attr(f, "epoch");
+  c.state.step = count_attr(f, "step");
+  c.state.epoch_step = f.has_attr("epoch_step") ? count_attr(f, "epoch_step") : 0;
+  c.state.seed = seed_attr(f);
+  // Every optimizer state buffer is one float a parameter: check before reading what the file declares.
+  const hsize_t n = hsize_t(c.model.num_params());
+  for (const auto& name : f.members("/optimizer_weights")) {  // the optimizer's own names (Optimizer::state)
+    const std::string ds = "/optimizer_weights/" + name;
+    if (f.shape(ds) != std::vector<hsize_t>{n})
+      throw Error(path + ": " + ds + " does not have the shape (" + std::to_string(n) +
+                  ",) of the model's parameters (corrupt checkpoint)");
+    c.optimizer_state[name] = f.read_all<float>(ds);
+  }
   return c;
 }
 

@@ -13,6 +13,8 @@
 #include "pitrain/evaluate.h"
 #include "pitrain/guard.h"
 #include "pitrain/matrix.h"
+#include "pitrain/memory.h"
+#include "pitrain/paths.h"
 #include "pitrain/threads.h"
 #include "pitrain/progress.h"
 #include "pitrain/rng.h"
@@ -22,12 +24,12 @@ namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Fails early, before any training, when an output file cannot be written.
-void check_writable(const std::string& path, const std::string& flag) {
-  if (path.empty()) return;
-  const std::string probe = path + ".tmp";
-  if (!std::ofstream(probe)) throw Error(flag + " " + path + ": cannot write there; check that the folder exists and is writable");
-  std::remove(probe.c_str());
+// Floats a batch row needs in Model::reserve and the layers' buffers, about: each layer's input
+// and output, forward and backward.
+int64_t activation_floats(const Model& model) {
+  int64_t n = 0;
+  for (const auto& l : model.layers()) n += 2 * (l->input_shape().size() + l->output_shape().size());
+  return n;
 }
 
 // What a rank trains: its data, the model, the optimizer and where the run stands.
@@ -44,6 +46,7 @@ struct Run {
 Run start_run(const TrainOptions& o, Comm& comm) {
   RankSlice train, val;
   std::optional<Checkpoint> ckpt;
+  std::optional<Model> model;
   run_together(comm, [&] {
     train = load_rank_slice(o.data, "train", comm.rank(), comm.size());
     val = load_rank_slice(o.data, "val", comm.rank(), comm.size());
@@ -51,20 +54,32 @@ Run start_run(const TrainOptions& o, Comm& comm) {
       ckpt.emplace(load_checkpoint(o.resume));
       if (ckpt->class_names != train.class_names)
         throw Error(o.resume + ": checkpoint classes differ from " + o.data + "'s class_names; resume on the same data");
+      if (!o.model.empty() && Model(o.model, int(train.class_names.size())).spec() != ckpt->model.spec())
+        throw Error(o.resume + ": checkpoint holds the model " + ckpt->model.spec() + ", not --model " + o.model +
+                    "; leave out --model to continue it, or start a new run without --resume");
     }
-    if (comm.rank() == 0) check_writable(o.checkpoint, "--checkpoint"), check_writable(o.log_csv, "--log");
+    // Inside: a model too large for this machine's memory may fail on some ranks only.
+    model.emplace(ckpt ? std::move(ckpt->model) : Model(o.model, int(train.class_names.size())));
+    check_fits_memory("--batch-size " + std::to_string(o.batch_size) + " with this model",
+                      double(o.batch_size) * double(activation_floats(*model)) * sizeof(float),
+                      "use a smaller --batch-size");
+    check_fits_memory("--steps-per-epoch " + std::to_string(o.steps_per_epoch),  // the epoch's order of rows
+                      double(o.steps_per_epoch) * double(o.batch_size) * sizeof(int64_t), "use fewer steps an epoch");
+    if (comm.rank() == 0) {  // before any training: outputs that are folders or inputs fail now
+      check_output("--checkpoint", o.checkpoint, {{"--data", o.data}});  // may be --resume: continue in place
+      check_output("--log", o.log_csv, {{"--data", o.data}, {"--resume", o.resume}, {"--checkpoint", o.checkpoint}});
+    }
   });
-  Model model = ckpt ? std::move(ckpt->model) : Model(o.model, int(train.class_names.size()));
-  auto opt = make_optimizer(o.optimizer, model.num_params(), o.momentum);
+  auto opt = make_optimizer(o.optimizer, model->num_params(), o.momentum);
   RunState state{0, 0, 0, o.seed};
   if (ckpt) {
     restore_optimizer(*ckpt, *opt, o.resume);
     state = ckpt->state;
   } else if (comm.rank() == 0) {
-    model.init_params(o.seed);
+    model->init_params(o.seed);
   }
-  comm.broadcast(model.params().data(), model.num_params());
-  return Run{std::move(train), std::move(val), std::move(model), std::move(opt), state, ckpt.has_value()};
+  comm.broadcast(model->params().data(), model->num_params());
+  return Run{std::move(train), std::move(val), std::move(*model), std::move(opt), state, ckpt.has_value()};
 }
 
 // Stops the job on a NaN or Inf before it reaches a checkpoint. Where the gradients were the

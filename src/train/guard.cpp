@@ -142,8 +142,9 @@ void StallWatchdog::report_to_rank0(int64_t step) {
   std::fflush(stderr);
 }
 
-std::string first_non_finite_layer(const Model& model) {
-  const auto& g = model.grads();
+std::string first_non_finite_layer(const Model& model) { return first_non_finite_layer(model, model.grads()); }
+
+std::string first_non_finite_layer(const Model& model, const std::vector<float>& g) {
   const auto bad = std::find_if(g.begin(), g.end(), [](float v) { return !std::isfinite(v); });
   if (bad == g.end()) return "";  // the every-step case: one pass, nothing allocated
   const int64_t at = bad - g.begin();

@@ -1,0 +1,19 @@
+// Output files, checked before any work is done: an output must not be a folder, nor one of the
+// run's input files (which writing it would destroy), and its folder must be writable.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pitrain {
+
+// True when both paths name one existing file, also through symbolic or hard links.
+bool same_file(const std::string& a, const std::string& b);
+
+// Throws an Error naming `flag` and `path` unless `path` can be written as an output: not a
+// folder, none of `inputs` ({flag, path} pairs, for the message), and its folder writable.
+// An empty path (the output is not wanted) passes.
+void check_output(const std::string& flag, const std::string& path,
+                  const std::vector<std::pair<std::string, std::string>>& inputs);
+
+}  // namespace pitrain

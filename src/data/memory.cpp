@@ -1,0 +1,25 @@
+#include "pitrain/memory.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "pitrain/error.h"
+
+namespace pitrain {
+
+uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : UINT64_MAX;
+}
+
+void check_fits_memory(const std::string& what, double bytes, const std::string& fix) {
+  const double have = double(physical_memory_bytes());
+  if (bytes <= have) return;
+  char text[160];
+  std::snprintf(text, sizeof text, " needs %.3g GB a rank, more than this machine's %.3g GB of memory; ", bytes / 1e9,
+                have / 1e9);
+  throw UsageError(what + text + fix);
+}
+
+}  // namespace pitrain

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Hostile input (issue 13): a generator writes each class of bad file in several sizes and values;
+# every run, under mpirun -np 2, must exit non-zero within 20 s with one "pitrain: error" line on
+# stderr naming the file, no crash text (signal, MPI_ABORT banner, HDF5 error stack, raw C++
+# exception), a peak resident memory under 200 MB (GNU time's %M: the largest of mpirun and its
+# ranks), and the input files unchanged (checksums before and after). A virtual-memory limit
+# (ulimit -v, 2 GB: mpirun and MPI map far more than they use) keeps a regression from taking the
+# machine down. Needs $PITRAIN and python3 with h5py (python3-h5py).
+set -u
+PITRAIN=${PITRAIN:?set PITRAIN to the pitrain binary}
+work=$(mktemp -d /tmp/pitrain-hostile-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+py=$(for p in python3 /usr/bin/python3; do "$p" -c 'import h5py' 2>/dev/null && echo "$p" && break; done)
+[ -n "$py" ] || { echo "hostile: needs python3 with h5py (apt-get install python3-h5py)"; exit 1; }
+in=$work/in  # every input; only outputs go to $work/out
+mkdir -p "$in" "$work/out"
+
+# hostile FRAGMENT COMMAND...: the run under mpirun -np 2 fails cleanly with one line holding FRAGMENT.
+hostile() {
+  local fragment=$1; shift
+  local before after rc start took peak lines
+  before=$(cd "$in" && find . -type f -exec md5sum {} + | sort)
+  start=$(date +%s)
+  (ulimit -v 2000000; /usr/bin/time -f "%M" -o "$work/peak" \
+    timeout 20 mpirun -q --oversubscribe --bind-to none -np 2 "$PITRAIN" "$@" </dev/null >"$work/stdout" 2>"$work/err")
+  rc=$?
+  took=$(($(date +%s) - start))
+  after=$(cd "$in" && find . -type f -exec md5sum {} + | sort)
+  peak=$(tail -n 1 "$work/peak")
+  lines=$(grep -c "pitrain: error" "$work/err")
+  local why=""
+  [ "$rc" -ne 0 ] || why+=" exit 0;"
+  [ "$rc" -ne 124 ] && [ "$took" -lt 20 ] || why+=" took ${took}s;"
+  [ "$lines" -eq 1 ] && grep -qF -- "$fragment" "$work/err" || why+=" $lines error lines, expected one holding '$fragment';"
+  ! grep -qE "MPI_ABORT|Segmentation|Abort|terminate called|HDF5-DIAG|core dumped|std::|stoull|stoi|out of memory|unexpected failure|Signal" \
+    "$work/err" || why+=" crash text;"
+  [ "${peak:-999999}" -lt 200000 ] 2>/dev/null || why+=" peak ${peak} KB;"
+  [ "$before" = "$after" ] || why+=" an input file changed;"
+  if [ -n "$why" ]; then
+    fail "'$*':$why"; sed 's/^/  | /' "$work/err" | head -n 20
+  else
+    echo "ok (${took}s, ${peak} KB): $(grep "pitrain: error" "$work/err")"
+  fi
+}
+
+"$py" "$(dirname "$0")/hostile_files.py" "$in" || { echo "hostile_files.py failed"; exit 1; }
+
+echo "1. usage errors end every rank"
+hostile "--out FILE.h5 is required" prepare --npy "$in/npy"
+hostile "--val-fraction must be above 0 and below 1" prepare --npy "$in/npy" --out "$work/out/x.h5" --val-fraction 1.5
+hostile "--val-fraction must be above 0 and below 1" prepare --npy "$in/npy" --out "$work/out/x.h5" --val-fraction 0
+hostile "give exactly one of --npy DIR or --idx DIR" prepare --npy "$in/npy" --idx "$in/idx" --out "$work/out/x.h5"
+hostile "--max-per-class must be 0 (all) or positive" prepare --npy "$in/npy" --out "$work/out/x.h5" --max-per-class -1
+hostile "class name 'a' is given twice" prepare --npy "$in/npy" --out "$work/out/x.h5" --classes a,b,a
+hostile "1 class name(s); a classifier needs at least 2" prepare --npy "$in/npy" --out "$work/out/x.h5" --classes a
+hostile "$in/one: 1 <class>.npy file(s)" prepare --npy "$in/one" --out "$work/out/x.h5"
+hostile "$in/npy/zebra.npy: cannot open" prepare --npy "$in/npy" --out "$work/out/x.h5" --classes a,zebra
+hostile "predict: give --model FILE.h5" predict "$in/good.pgm"
+hostile "evaluate: --split must be train or val" evaluate --model "$in/m.h5" --data "$in/d.h5" --split test
+hostile "unknown command 'fit'" fit
+
+echo "4. outputs that are inputs, or folders"
+ln -s d.h5 "$in/d-link.h5"
+hostile "--checkpoint $in/d.h5: is the same file as --data" train --data "$in/d.h5" --checkpoint "$in/d.h5"
+hostile "--checkpoint $in/d-link.h5: is the same file as --data" train --data "$in/d.h5" --checkpoint "$in/d-link.h5"
+hostile "--log $in/d.h5: is the same file as --data" train --data "$in/d.h5" --log "$in/d.h5"
+hostile "--log $in/m.h5: is the same file as --resume" train --data "$in/d.h5" --resume "$in/m.h5" --log "$in/m.h5" --model mlp
+hostile "--checkpoint $work/out: is a folder" train --data "$in/d.h5" --checkpoint "$work/out"
+hostile "--log $work/out: is a folder" train --data "$in/d.h5" --log "$work/out"
+hostile "--out $in/npy/a.npy: is the same file as --npy" prepare --npy "$in/npy" --out "$in/npy/a.npy"
+hostile "--out $in/idx/train-labels-idx1-ubyte: is the same file as --idx" prepare --idx "$in/idx" --out "$in/idx/train-labels-idx1-ubyte"
+hostile "--out $work/out: is a folder" prepare --npy "$in/npy" --out "$work/out"
+[ ! -e "$work/out.tmp" ] || fail "a folder --checkpoint left $work/out.tmp"
+
+echo "3. damaged checkpoints: every attribute and dataset checked on load, the file named"
+for f in "$in"/ckpt/*.h5; do
+  hostile "$f: " train --data "$in/d.h5" --resume "$f" --threads 1
+done
+for f in "$in"/ckpt/{epoch_step-neg,seed-abc,classes-4,state-1e9}.h5; do
+  hostile "$f: " evaluate --model "$f" --data "$in/d.h5"
+  hostile "$f: " predict --model "$f" "$in/good.pgm"
+done
+hostile "$in/ckpt/classes-4.h5: its model_spec does not fit its 4 class_names" evaluate --model "$in/ckpt/classes-4.h5" --data "$in/d.h5"
+hostile "$in/m.h5: checkpoint holds the model flatten dense(256,relu)" train --data "$in/d.h5" --resume "$in/m.h5" --model cnn
+
+echo "2 and 7. datasets that lie, or hold what would be misread"
+hostile "sparse-3000000.h5: /train/images declares 2352000000 bytes but the file stores only" train --data "$in/data/sparse-3000000.h5"
+hostile "sparse-100000000.h5: /train/images declares 78400000000 bytes" train --data "$in/data/sparse-100000000.h5"
+hostile "sparse-3000000.h5: /val/images declares" evaluate --model "$in/m.h5" --data "$in/data/sparse-3000000.h5"
+hostile "int8.h5: dataset /train/images must be uint8 pixels (0-255), not int8" train --data "$in/data/int8.h5"
+hostile "lzf.h5: /train/images is compressed with the filter 'lzf'" train --data "$in/data/lzf.h5"
+hostile "label-2pow32.h5: /train/labels row 7 has label 4294967296" train --data "$in/data/label-2pow32.h5"
+hostile "label-big.h5: /train/labels row 7 has label 4611686018427387904" train --data "$in/data/label-big.h5"
+hostile "label-neg.h5: /train/labels row 7 has label -1" train --data "$in/data/label-neg.h5"
+for f in "$in"/img/*; do
+  hostile "$f: " predict --model "$in/m.h5" "$f"
+done
+hostile "p2-huge.pgm: image is 99999x99999, expected 28x28" predict --model "$in/m.h5" "$in/img/p2-huge.pgm"
+hostile "huge.png: image is 40000x40000, expected 28x28" predict --model "$in/m.h5" "$in/img/huge.png"
+for f in "$in"/badnpy/*.npy; do
+  hostile "$f: " predict --model "$in/m.h5" "$f"
+done
+hostile "neg-rows.npy: shape (-1, 784)" predict --model "$in/m.h5" "$in/badnpy/neg-rows.npy"
+
+echo "6 and 7. flags: garbage refused, sizes bounded by the machine's memory"
+hostile "dropout rate '0.5abc' must be in [0, 1)" train --data "$in/d.h5" --model "flatten dropout(0.5abc) dense(classes,softmax)"
+hostile "--threads must be 0 (automatic) or 1 to 1024, got 2147483647" train --data "$in/d.h5" --threads 2147483647
+hostile "--expect-ranks must be 0 (any) or positive, got -3" train --data "$in/d.h5" --expect-ranks -3
+hostile "--bucket-kb must be 1 to 1048576 (1 GB), got 9007199254740993" train --data "$in/d.h5" --bucket-kb 9007199254740993
+hostile "--batch-size 100000000 with this model needs" train --data "$in/d.h5" --batch-size 100000000
+hostile "GB of memory; use fewer steps an epoch" train --data "$in/d.h5" --steps-per-epoch 1000000000000 --model mlp
+
+echo "prepare without --classes takes every <class>.npy, sorted"
+mpirun -q --oversubscribe -np 2 "$PITRAIN" prepare --npy "$in/npy" --out "$work/out/sorted.h5" >"$work/stdout" 2>&1 \
+  && grep -q "classes: every <class>.npy in $in/npy, in sorted order" "$work/stdout" \
+  && [ "$(grep -E '^(a|b|c) ' "$work/stdout" | cut -c1)" = "$(printf 'a\nb\nc')" ] \
+  || { fail "prepare --npy without --classes"; cat "$work/stdout"; }
+
+echo "hostile: $failures failure(s)"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,141 @@
+"""Writes the bad files test/hostile.sh feeds to pitrain, each class in several sizes and values,
+next to a few good ones (a dataset, a checkpoint, .npy and IDX folders) to start from.
+Usage: hostile_files.py DIR (needs h5py and numpy)."""
+import os
+import struct
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+d = sys.argv[1]
+pitrain = os.environ["PITRAIN"]
+rng = np.random.default_rng(13)
+
+
+def path(*parts):
+    p = os.path.join(d, *parts)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    return p
+
+
+# Good inputs: three .npy classes, an IDX folder, a dataset and a checkpoint made from them.
+for c in "bca":
+    np.save(path("npy", c + ".npy"), rng.integers(0, 256, (40, 784), dtype=np.uint8))
+np.save(path("one", "a.npy"), rng.integers(0, 256, (40, 784), dtype=np.uint8))
+for stem, n in (("train", 60), ("t10k", 20)):
+    with open(path("idx", stem + "-images-idx3-ubyte"), "wb") as f:
+        f.write(struct.pack(">BBBBIII", 0, 0, 8, 3, n, 28, 28) + rng.integers(0, 256, n * 784, dtype=np.uint8).tobytes())
+    with open(path("idx", stem + "-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">BBBBI", 0, 0, 8, 1, n) + bytes([i % 3 for i in range(n)]))
+subprocess.run([pitrain, "prepare", "--npy", path("npy"), "--out", path("d.h5")], check=True, stdout=subprocess.DEVNULL)
+subprocess.run([pitrain, "train", "--data", path("d.h5"), "--model", "mlp", "--steps-per-epoch", "2", "--threads", "1",
+                "--checkpoint", path("m.h5")], check=True, stdout=subprocess.DEVNULL)
+with open(path("good.pgm"), "wb") as f:
+    f.write(b"P5\n28 28\n255\n" + bytes(784))
+
+
+# Damaged checkpoints: copies of m.h5 with one attribute or dataset changed.
+def checkpoint(name, change):
+    out = path("ckpt", name + ".h5")
+    with open(path("m.h5"), "rb") as src, open(out, "wb") as dst:
+        dst.write(src.read())
+    with h5py.File(out, "r+") as f:
+        change(f)
+
+
+def set_attr(key, value):
+    return lambda f: f.attrs.__setitem__(key, value)
+
+
+for key in ("epoch_step", "epoch", "step", "iterations"):
+    for tag, value in (("neg", -7.0), ("nan", float("nan")), ("inf", float("inf")), ("half", 1.5), ("big", 1e300)):
+        checkpoint(f"{key}-{tag}", set_attr(key, value))
+for tag, value in (("abc", "abc"), ("empty", ""), ("neg", "-1"), ("big", "99999999999999999999999"), ("space", "7 ")):
+    checkpoint(f"seed-{tag}", set_attr("seed", value))
+checkpoint("classes-4", set_attr("class_names", [b"a", b"b", b"c", b"d"]))
+checkpoint("classes-1", set_attr("class_names", [b"a"]))
+checkpoint("classes-dup", set_attr("class_names", [b"a", b"b", b"a"]))
+checkpoint("classes-empty", set_attr("class_names", [b"a", b"", b"c"]))
+checkpoint("spec-bad", set_attr("model_spec", "dense(3,softmax) flatten"))
+checkpoint("spec-huge", set_attr("model_spec", "flatten dense(1000000000) dense(classes,softmax)"))
+
+
+def weights_nan(f):
+    k = f["model_weights/dense/kernel"]
+    k[0, 0] = float("nan")
+
+
+checkpoint("weights-nan", weights_nan)
+for tag, n in (("1e9", 10**9), ("3e6", 3 * 10**6), ("short", 7)):
+    def big_state(f, n=n):  # chunked and never written: the file stays small, the declared size is not
+        del f["optimizer_weights/m"]
+        f.create_dataset("optimizer_weights/m", shape=(n,), dtype="f4", chunks=(min(n, 1024),))
+    checkpoint(f"state-{tag}", big_state)
+
+
+# Datasets that lie or hold what train would misread.
+def dataset(name, train_images=None, train_labels=None, **create):
+    with h5py.File(path("data", name + ".h5"), "w") as f:
+        f.attrs["class_names"] = [b"a", b"b", b"c"]
+        for split, n in (("train", 60), ("val", 20)):
+            f[f"{split}/images"] = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+            f[f"{split}/labels"] = np.arange(n, dtype=np.int32) % 3
+        if train_images is not None:
+            del f["train/images"]
+            f.create_dataset("train/images", data=train_images, **create)
+        if train_labels is not None:
+            del f["train/labels"]
+            f["train/labels"] = train_labels
+
+
+def sparse(n):  # a shape of n images, chunked, nothing written: a few KB on disk
+    def make(name):
+        with h5py.File(path("data", name + ".h5"), "w") as f:
+            f.attrs["class_names"] = [b"a", b"b", b"c"]
+            for split in ("train", "val"):
+                f.create_dataset(f"{split}/images", shape=(n, 28, 28), dtype="u1", chunks=(1, 28, 28))
+                f.create_dataset(f"{split}/labels", shape=(n,), dtype="i4", chunks=(1024,))
+    return make
+
+
+for n in (3 * 10**6, 10**8):
+    sparse(n)(f"sparse-{n}")
+dataset("int8", train_images=rng.integers(-128, 128, (60, 28, 28), dtype=np.int8))
+dataset("lzf", train_images=rng.integers(0, 256, (60, 28, 28), dtype=np.uint8), compression="lzf")
+for tag, value in (("2pow32", 2**32), ("neg", -1), ("big", 2**62)):
+    labels = np.arange(60, dtype=np.int64) % 3
+    labels[7] = value
+    dataset(f"label-{tag}", train_labels=labels)
+
+# Images and .npy files whose headers lie.
+for tag, header in (("p2-huge", b"P2\n99999 99999\n255\n1 2 3\n"), ("p5-huge", b"P5\n2000000000 2000000000\n255\n"),
+                    ("p5-wide", b"P5\n40000 1\n255\n")):
+    with open(path("img", tag + ".pgm"), "wb") as f:
+        f.write(header)
+import zlib  # noqa: E402
+
+
+def png(name, w, h, rows=b""):
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    with open(path("img", name + ".png"), "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
+
+
+png("huge", 40000, 40000, b"\0" * (40001 * 200))  # a few rows of the 1.6 GB; the header is what matters
+png("wide", 100000, 1, b"\0" * 100001)
+
+
+def npy(name, shape_text, data=b""):
+    header = ("{'descr': '|u1', 'fortran_order': False, 'shape': %s, }" % shape_text).encode()
+    header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    with open(path("badnpy", name + ".npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + data)
+
+
+npy("neg-rows", "(-1, 784)", bytes(784))
+npy("neg-cols", "(1, -784)", bytes(784))
+npy("huge-rows", "(1000000000, 784)", bytes(784))
