@@ -1,9 +1,10 @@
 // Parallelism inside a rank. A fixed team of threads that sleep between jobs (no spinning that
 // would take a core from MPI or from other processes), and the model's compute split across
-// them by batch rows, as Caffe and darknet do on CPUs: each thread runs forward and backward of
-// its share with single-threaded GEMMs, and the shares' gradients are summed in thread order,
-// so for a given thread count a run's result never depends on timing.
+// them by batch rows, as Caffe and darknet do on CPUs: each share of the batch runs forward and
+// backward with single-threaded GEMMs, and the shares' gradients are summed in share order, so
+// for a given thread count a run's result never depends on timing.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -15,35 +16,50 @@
 
 namespace pitrain {
 
+// Jobs are lists of items that the calling thread and the woken workers take as they come
+// free. A worker the OS holds back (a busy core) finds the items gone and is not waited for, so
+// a job is never much slower than the calling thread doing it alone. Between jobs a thread
+// polls for kSpinMicros (a step's jobs come back to back; a futex wake-up costs ~30 us on a
+// VM), then sleeps: an idle pool takes no core from MPI or from other processes.
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);  // the calling thread is thread 0: threads - 1 are started
+  explicit ThreadPool(int threads);  // the calling thread is one: threads - 1 are started
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
   int size() const { return int(workers_.size()) + 1; }
-  // Calls job(t) for t in [0, count), count <= size(), on threads 0..count-1; returns when all
-  // are done. An exception on any thread is rethrown here.
-  void run(int count, const std::function<void(int)>& job);
-  // job(lo, hi) over [0, n) cut into size() contiguous ranges, one a thread.
-  void run_ranges(int64_t n, const std::function<void(int64_t lo, int64_t hi)>& job);
+  // Calls job(i) once for each i in [0, items), on whichever threads take them; returns when
+  // all are done. An exception in any item is rethrown here.
+  void run(int items, const std::function<void(int item)>& job);
+  // job(lo, hi) over [0, n) cut into up to size() contiguous ranges of at least `grain`
+  // (element-wise work: below that a range costs less than handing it to another thread).
+  void run_ranges(int64_t n, const std::function<void(int64_t lo, int64_t hi)>& job, int64_t grain = 32768);
 
  private:
-  void work(int t);
+  void work();
+  void take_items();  // runs items until none are left
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable start_, done_;
   const std::function<void(int)>* job_ = nullptr;
-  int count_ = 0, pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  int items_ = 0;
+  std::atomic<int> next_{0};    // the next item to take
+  std::atomic<int> active_{0};  // workers inside the current job
+  bool open_ = false;           // workers may still join the current job
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
   std::exception_ptr error_;
 };
 
-// A model's forward and backward over a pool: thread t takes rows [t n / T, (t + 1) n / T) of
-// each batch, on its own copy of the layers' scratch and its own gradient buffer (thread 0
-// uses the model itself), reading the model's parameters. Batches of fewer rows than
-// kMinRowsPerThread x T use fewer threads.
+// A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
+// being rows [s n / S, (s + 1) n / S), each computed on its own copy of the layers' scratch and
+// its own gradient buffer (share 0 on the model itself), reading the model's parameters; the
+// threads take shares as they come free (S is twice the threads, so a thread that the OS holds
+// back leaves its second share to another), and the shares' gradients are summed in share
+// order: the result depends on S, never on which thread ran what. A share costs work per
+// parameter whatever its rows (its weight gradients, their sum), so a batch is split only into
+// shares of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits from batch 2,
+// `mlp` (few FLOPs per weight) only at large batches.
 class ThreadedModel {
  public:
   ThreadedModel(Model& model, ThreadPool& pool);
@@ -55,22 +71,28 @@ class ThreadedModel {
   // the end with lo = 0.
   LossStats forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
                              const Model::GradientsReady& ready = nullptr);
-  // Inference: share(t, logits, first, rows) for each thread's share of the n rows, called on
-  // that thread; logits (rows, classes) of rows [first, first + rows).
-  using ShareLogits = std::function<void(int t, const float* logits, int first, int rows)>;
+  // Inference: share(s, logits, first, rows) for each share s of the n rows, on the thread that
+  // computed it; logits (rows, classes) of rows [first, first + rows).
+  using ShareLogits = std::function<void(int s, const float* logits, int first, int rows)>;
   void forward(const float* x, int n, const ShareLogits& share);
-  int shares(int n) const;  // how many threads a batch of n rows uses
+  int shares(int n) const;  // how many shares a batch of n rows is cut into
+  int max_shares() const { return int(copies_.size()) + 1; }
 
  private:
   Model& model_;
   ThreadPool& pool_;
-  std::vector<Model> copies_;  // threads 1..T-1: the model's layers, own scratch and gradients
-  std::vector<LossStats> stats_;  // of each thread's share of the last batch
-  Model& on_thread(int t) { return t == 0 ? model_ : copies_[size_t(t - 1)]; }
+  // Runs share(s, first, rows) for the shares of n rows, on the pool's threads.
+  void for_each_share(int n, const std::function<void(int s, int first, int rows)>& share);
+  std::vector<Model> copies_;     // shares 1..: the model's layers, own scratch and gradients
+  std::vector<LossStats> stats_;  // of each share of the last batch
+  double flops_per_row_per_param_;  // training FLOPs (3x forward) of one row, per parameter
+  Model& of_share(int s) { return s == 0 ? model_ : copies_[size_t(s - 1)]; }
 };
 
-// Rows a thread needs to pay for its start and the gradient sum (bench/RESULTS.md, threads).
-constexpr int kMinRowsPerThread = 4;
+// By measurement (bench/RESULTS.md, threads): mlp at batch 32 (190 FLOPs per parameter) was
+// slower on 2 threads than on 1, at batch 128 (770) faster; cnn gains from batch 8 (2,700).
+constexpr double kMinFlopsPerParam = 300;
+constexpr int kSpinMicros = 100;
 
 // The node's cores shared among the ranks on it (at least 1): --threads 0.
 int default_threads();

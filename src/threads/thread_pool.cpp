@@ -1,12 +1,25 @@
 #include <algorithm>
+#include <chrono>
 
 #include "pitrain/comm.h"
 #include "pitrain/threads.h"
 
 namespace pitrain {
+namespace {
+
+// Polls `done` for up to kSpinMicros; true if it came true meanwhile.
+template <class Done>
+bool spin_until(Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+  while (!done())
+    if (std::chrono::steady_clock::now() > until) return false;
+  return true;
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
+  for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this);
 }
 
 ThreadPool::~ThreadPool() {
@@ -18,54 +31,66 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-// Each worker sleeps on start_ until a job with a new generation needs it.
-void ThreadPool::work(int t) {
+void ThreadPool::take_items() {
+  for (int i; (i = next_.fetch_add(1)) < items_;) {
+    try {
+      (*job_)(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      next_ = items_;  // the job failed: leave the rest
+    }
+  }
+}
+
+// Each worker waits for a new job (polling, then asleep on start_); it joins only while the
+// job is open.
+void ThreadPool::work() {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int)>* job;
+    spin_until([&] { return generation_ != seen || stopping_; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
       if (stopping_) return;
       seen = generation_;
-      if (t >= count_) continue;
-      job = job_;
+      if (!open_) continue;
+      ++active_;
     }
-    std::exception_ptr error;
-    try {
-      (*job)(t);
-    } catch (...) {
-      error = std::current_exception();
-    }
+    take_items();
     std::lock_guard<std::mutex> lock(mutex_);
-    if (error && !error_) error_ = error;
-    if (--pending_ == 0) done_.notify_one();
+    if (--active_ == 0) done_.notify_one();
   }
 }
 
-void ThreadPool::run(int count, const std::function<void(int)>& job) {
-  if (count > 1) {
+void ThreadPool::run(int items, const std::function<void(int)>& job) {
+  if (workers_.empty() || items <= 1) {
+    for (int i = 0; i < items; ++i) job(i);
+    return;
+  }
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &job, count_ = count, pending_ = count - 1, error_ = nullptr;
+    job_ = &job, items_ = items, next_ = 0, error_ = nullptr, open_ = true;
     ++generation_;
   }
-  if (count > 1) start_.notify_all();
-  std::exception_ptr error;
-  try {
-    job(0);
-  } catch (...) {
-    error = std::current_exception();
+  start_.notify_all();
+  take_items();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = false;  // every item is taken: late workers stay out
   }
-  if (count > 1) {
+  std::exception_ptr error;
+  {
+    spin_until([&] { return active_ == 0; });
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
-    if (!error) error = error_;
+    done_.wait(lock, [&] { return active_ == 0; });
+    error = error_;
   }
   if (error) std::rethrow_exception(error);
 }
 
-void ThreadPool::run_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& job) {
-  const int count = int(std::min<int64_t>(size(), std::max<int64_t>(n, 1)));
+void ThreadPool::run_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& job, int64_t grain) {
+  const int count = int(std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, size()));
   run(count, [&](int t) { job(n * t / count, n * (t + 1) / count); });
 }
 

@@ -12,15 +12,15 @@ constexpr int kEvalBatch = 256;
 
 Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm) {
   const int classes = model.model().classes();
-  // [loss sum, correct, count, confusion...]: one allreduce for all of it. A row a thread,
-  // added in thread order, so the figures do not depend on timing.
+  // [loss sum, correct, count, confusion...]: one allreduce for all of it. A row a share,
+  // added in share order, so the figures do not depend on timing.
   const size_t width = 3 + size_t(classes) * classes;
-  std::vector<std::vector<double>> by_thread(size_t(model.pool().size()), std::vector<double>(width, 0.0));
+  std::vector<std::vector<double>> by_share(size_t(model.max_shares()), std::vector<double>(width, 0.0));
   BatchLoader loader(local, kEvalBatch);
   for (loader.reset_in_order(); loader.has_next();) {
     const Batch b = loader.next();
-    model.forward(b.x, b.n, [&](int t, const float* logits, int first, int rows) {
-      std::vector<double>& sums = by_thread[size_t(t)];
+    model.forward(b.x, b.n, [&](int s, const float* logits, int first, int rows) {
+      std::vector<double>& sums = by_share[size_t(s)];
       const int32_t* y = b.y + first;
       const LossStats st = softmax_cross_entropy(logits, y, rows, classes, nullptr, 0.0f);
       sums[0] += st.loss_sum;
@@ -32,9 +32,9 @@ Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm) {
       }
     });
   }
-  std::vector<double> sums = by_thread[0];
-  for (size_t t = 1; t < by_thread.size(); ++t)
-    for (size_t i = 0; i < width; ++i) sums[i] += by_thread[t][i];
+  std::vector<double> sums = by_share[0];
+  for (size_t s = 1; s < by_share.size(); ++s)
+    for (size_t i = 0; i < width; ++i) sums[i] += by_share[s][i];
   comm.allreduce_sum(sums.data(), int64_t(sums.size()));
   Evaluation e;
   e.classes = classes;

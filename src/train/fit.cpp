@@ -135,7 +135,9 @@ StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& syn
   StepResult r;
   r.stats = threaded.forward_backward(x, y, n, ctx, [&](int64_t lo) { sync.gradients_ready(grads, lo, step); });
   r.grads_shared = sync.reduce_gradients(grads, step, opt);
-  opt.step(model.params().data(), grads, model.num_params(), lr, &threaded.pool());
+  // Across the threads only where the batch was: else the weights would move between the
+  // cores' caches every step, which costs `mlp` at small batches more than the update itself.
+  opt.step(model.params().data(), grads, model.num_params(), lr, threaded.shares(n) > 1 ? &threaded.pool() : nullptr);
   sync.after_update(model.params().data(), step);
   return r;
 }
