@@ -103,6 +103,10 @@ for f in "$in"/badnpy/*.npy; do
   hostile "$f: " predict --model "$in/m.h5" "$f"
 done
 hostile "neg-rows.npy: shape (-1, 784)" predict --model "$in/m.h5" "$in/badnpy/neg-rows.npy"
+hostile "bomb.npy: holds more than the 7968 bytes its header declares (a damaged file, or a gzip bomb)" \
+  predict --model "$in/m.h5" "$in/bomb/npy/bomb.npy"
+hostile "train-images-idx3-ubyte.gz: holds more than the 7856 bytes its header declares" \
+  prepare --idx "$in/bomb/idx" --out "$work/bomb.h5"
 
 echo "6 and 7. flags: garbage refused, sizes bounded by the machine's memory"
 hostile "dropout rate '0.5abc' must be in [0, 1)" train --data "$in/d.h5" --model "flatten dropout(0.5abc) dense(classes,softmax)"

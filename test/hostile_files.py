@@ -137,5 +137,24 @@ def npy(name, shape_text, data=b""):
 
 
 npy("neg-rows", "(-1, 784)", bytes(784))
+
+
+# Gzip bombs: a header declaring 10 images, then 300 MB of zeros that gzip packs into 300 KB.
+import gzip  # noqa: E402
+
+
+def bomb(file, head):
+    with gzip.open(file, "wb", compresslevel=9) as f:
+        f.write(head)
+        for _ in range(300):
+            f.write(bytes(1 << 20))
+
+
+npy_head = ("{'descr': '|u1', 'fortran_order': False, 'shape': (10, 784), }").encode()
+npy_head += b" " * (63 - (len(npy_head) + 10) % 64) + b"\n"
+bomb(path("bomb", "npy", "bomb.npy"), b"\x93NUMPY\x01\x00" + struct.pack("<H", len(npy_head)) + npy_head)
+bomb(path("bomb", "idx", "train-images-idx3-ubyte.gz"), struct.pack(">BBBBIII", 0, 0, 8, 3, 10, 28, 28))
+with open(path("bomb", "idx", "train-labels-idx1-ubyte"), "wb") as f:
+    f.write(struct.pack(">BBBBI", 0, 0, 8, 1, 10) + bytes(10))
 npy("neg-cols", "(1, -784)", bytes(784))
 npy("huge-rows", "(1000000000, 784)", bytes(784))

@@ -239,7 +239,8 @@ TEST_CASE("inputs the fuzzers found (test/fuzz/regressions) give errors, not cra
   int replayed = 0;
   for (const auto& entry : std::filesystem::directory_iterator(std::string(source) + "/test/fuzz/regressions")) {
     const std::string path = entry.path().string();
-    const auto bytes = read_file_maybe_gzip(path);
+    std::ifstream file(path, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     INFO(path);
     if (entry.path().filename().string().rfind("checkpoint-", 0) == 0) {
       CHECK_THROWS_AS(load_checkpoint(path), Error);

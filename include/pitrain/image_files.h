@@ -33,6 +33,10 @@ ImageArray parse_idx_images(const std::string& name, const std::vector<uint8_t>&
 std::vector<uint8_t> parse_idx_labels(const std::string& name, const std::vector<uint8_t>& bytes);
 
 // The whole file, decompressed if it is gzip (zlib reads plain files as they are).
-std::vector<uint8_t> read_file_maybe_gzip(const std::string& path);
+// Never more than the size its header declares: `declared(head)` gets the first bytes (64 KB,
+// or the whole file if shorter) and returns the file's full size, which must fit in memory; a
+// file (a gzip bomb) that inflates past it is refused before it is.
+using DeclaredSize = uint64_t (*)(const std::string& path, const std::vector<uint8_t>& head);
+std::vector<uint8_t> read_file_maybe_gzip(const std::string& path, DeclaredSize declared);
 
 }  // namespace pitrain

@@ -2,26 +2,57 @@
 // dimensions, the dimensions as big-endian u32, then the data.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "pitrain/error.h"
 #include "pitrain/image_files.h"
+#include "pitrain/memory.h"
 
 namespace pitrain {
 
-std::vector<uint8_t> read_file_maybe_gzip(const std::string& path) {
+std::vector<uint8_t> read_file_maybe_gzip(const std::string& path, DeclaredSize declared) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) throw Error(path + ": cannot open (" + std::strerror(errno) + "); check the path");
   std::vector<uint8_t> data;
   uint8_t chunk[1 << 16];
-  int n;
-  while ((n = gzread(f, chunk, sizeof chunk)) > 0) data.insert(data.end(), chunk, chunk + n);
+  uint64_t limit = sizeof chunk;  // the head, then the declared size and one byte more
+  bool have_head = false;
+  int n = 0;
+  while (data.size() <= limit && (n = gzread(f, chunk, unsigned(std::min<uint64_t>(sizeof chunk, limit + 1 - data.size())))) > 0) {
+    data.insert(data.end(), chunk, chunk + n);
+    if (!have_head && data.size() >= sizeof chunk) {
+      try {
+        limit = declared(path, data);
+        check_fits_memory(path, double(limit), "check the file");
+      } catch (...) {
+        gzclose(f);
+        throw;
+      }
+      have_head = true;
+    }
+  }
   int err = Z_OK;
   const std::string msg = n < 0 ? gzerror(f, &err) : "";
   gzclose(f);
   if (n < 0) throw Error(path + ": read failed (" + msg + "); the file is damaged or truncated");
+  if (have_head && data.size() > limit)
+    throw Error(path + ": holds more than the " + std::to_string(limit) +
+                " bytes its header declares (a damaged file, or a gzip bomb); check the file");
   return data;
+}
+
+// An IDX file's size as its header declares it (the head's size while the header is incomplete:
+// the parser names what is wrong).
+uint64_t idx_declared_size(const std::string&, const std::vector<uint8_t>& head) {
+  if (head.size() < 4 || head.size() < 4 + 4 * size_t(head[3])) return head.size();
+  uint64_t count = 1;
+  for (size_t i = 0; i < head[3]; ++i) {
+    const uint8_t* p = &head[4 + 4 * i];
+    count = std::min<uint64_t>(count * ((uint64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]), uint64_t(1) << 50);
+  }
+  return 4 + 4 * uint64_t(head[3]) + count;
 }
 
 namespace {
@@ -71,8 +102,12 @@ std::vector<uint8_t> parse_idx_labels(const std::string& path, const std::vector
   return std::move(a.data);
 }
 
-ImageArray read_idx_images(const std::string& path) { return parse_idx_images(path, read_file_maybe_gzip(path)); }
+ImageArray read_idx_images(const std::string& path) {
+  return parse_idx_images(path, read_file_maybe_gzip(path, idx_declared_size));
+}
 
-std::vector<uint8_t> read_idx_labels(const std::string& path) { return parse_idx_labels(path, read_file_maybe_gzip(path)); }
+std::vector<uint8_t> read_idx_labels(const std::string& path) {
+  return parse_idx_labels(path, read_file_maybe_gzip(path, idx_declared_size));
+}
 
 }  // namespace pitrain

@@ -25,9 +25,14 @@ std::vector<int64_t> parse_shape(const std::string& tuple) {
   return dims;
 }
 
-}  // namespace
 
-ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>& b) {
+// Where the data starts and how many images the header declares; throws on a bad header.
+struct NpyLayout {
+  size_t data_offset;
+  int64_t rows;
+};
+
+NpyLayout parse_npy_header(const std::string& name, const std::vector<uint8_t>& b) {
   auto fail = [&](const std::string& what) { throw Error(name + ": " + what); };
   static const uint8_t magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (b.size() < 10 || !std::equal(magic, magic + 6, b.begin()))
@@ -57,20 +62,36 @@ ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>&
     fail("shape " + (shape_text.empty() ? std::string("missing") : shape_text) +
          ", expected (N, " + std::to_string(kImagePixels) + ") or " + image_rows_shape_text() + " (rows of " +
          image_size_text() + " images)");
+  return {offset + header_len, shape[0]};
+}
+
+// The file's size as its header declares it.
+uint64_t npy_declared_size(const std::string& name, const std::vector<uint8_t>& head) {
+  const NpyLayout layout = parse_npy_header(name, head);
+  return layout.data_offset + uint64_t(layout.rows) * kImagePixels;
+}
+
+}  // namespace
+
+ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>& b) {
+  auto fail = [&](const std::string& what) { throw Error(name + ": " + what); };
+  const NpyLayout layout = parse_npy_header(name, b);
   ImageArray out;
-  out.rows = shape[0];
+  out.rows = layout.rows;
   const uint64_t data_bytes = uint64_t(out.rows) * kImagePixels;  // 64-bit also on 32-bit Pis
-  const uint64_t have = b.size() - offset - header_len;
+  const uint64_t have = b.size() - layout.data_offset;
   if (have < data_bytes)
     fail("truncated data: header says " + std::to_string(out.rows) + " images (" + std::to_string(data_bytes) +
          " bytes) but the file holds " + std::to_string(have));
   if (have > data_bytes)
     fail("file holds " + std::to_string(have - data_bytes) + " bytes beyond the " + std::to_string(out.rows) +
          " images its header declares");
-  out.pixels.assign(b.begin() + offset + header_len, b.end());
+  out.pixels.assign(b.begin() + int64_t(layout.data_offset), b.end());
   return out;
 }
 
-ImageArray read_npy_images(const std::string& path) { return parse_npy_images(path, read_file_maybe_gzip(path)); }
+ImageArray read_npy_images(const std::string& path) {
+  return parse_npy_images(path, read_file_maybe_gzip(path, npy_declared_size));
+}
 
 }  // namespace pitrain
