@@ -109,6 +109,8 @@ hostile "train-images-idx3-ubyte.gz: holds more than the 7856 bytes its header d
   prepare --idx "$in/bomb/idx" --out "$work/bomb.h5"
 
 echo "6 and 7. flags: garbage refused, sizes bounded by the machine's memory"
+hostile "GB a rank, more than this machine's 2.05 GB of memory" \
+  train --data "$in/d.h5" --model "flatten dense(262144,relu) dense(classes,softmax)"  # under ulimit -v 2 GB
 hostile "dropout rate '0.5abc' must be in [0, 1)" train --data "$in/d.h5" --model "flatten dropout(0.5abc) dense(classes,softmax)"
 hostile "--threads must be 0 (automatic) or 1 to 1024, got 2147483647" train --data "$in/d.h5" --threads 2147483647
 hostile "--expect-ranks must be 0 (any) or positive, got -3" train --data "$in/d.h5" --expect-ranks -3

@@ -6,7 +6,7 @@
 
 namespace pitrain {
 
-uint64_t physical_memory_bytes();  // sysconf: pages x page size
+uint64_t physical_memory_bytes();  // sysconf: pages x page size, or less under `ulimit -v`
 
 // UsageError "WHAT needs X GB a rank, more than this machine's Y GB of memory; FIX" when `bytes`
 // (a double: products of hostile sizes must not wrap) is more than the physical memory.

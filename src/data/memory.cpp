@@ -1,6 +1,9 @@
 #include "pitrain/memory.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cstdio>
 
@@ -10,7 +13,10 @@ namespace pitrain {
 
 uint64_t physical_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : UINT64_MAX;
+  uint64_t bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : UINT64_MAX;
+  rlimit limit{};  // `ulimit -v`: a process may be allowed less than the machine has
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) bytes = std::min<uint64_t>(bytes, limit.rlim_cur);
+  return bytes;
 }
 
 void check_fits_memory(const std::string& what, double bytes, const std::string& fix) {
