@@ -112,7 +112,7 @@ expect_error "--batch-size must be a positive integer" mpi -np 2 "$PITRAIN" trai
 expect_error "--epochs must be a positive integer" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --epochs -1
 expect_error "--lr must be a positive number" "$PITRAIN" train --data "$work/d.h5" --lr 0
 expect_error "--optimizer rmsprop: use adam or sgd" "$PITRAIN" train --data "$work/d.h5" --optimizer rmsprop
-expect_error "--grad-dtype fp8: use fp32, fp16 or bf16" "$PITRAIN" train --data "$work/d.h5" --grad-dtype fp8
+expect_error "--grad-dtype fp8: use fp32, fp16, bf16 or int8" "$PITRAIN" train --data "$work/d.h5" --grad-dtype fp8
 expect_error "--sync-every must be a positive number" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --sync-every 0
 expect_error "unknown layer or model 'resnet'" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model resnet
 expect_error "started as 1 rank(s), but --expect-ranks 4" "$PITRAIN" train --data "$work/d.h5" --expect-ranks 4

@@ -142,6 +142,13 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   CHECK(fit_agreed().epochs.back().val_accuracy > 0.9);
 
   o.sync = SyncOptions{};
+  o.sync.wire = WireType::int8;  // blocks with their own scales, in buckets that end mid-block
+  o.sync.error_feedback = true;
+  o.sync.overlap = true;
+  o.sync.bucket_bytes = 5000;
+  CHECK(fit_agreed().epochs.back().val_accuracy > 0.9);
+
+  o.sync = SyncOptions{};
   o.sync.overlap = true;
   o.sync.bucket_bytes = 4096;  // several buckets, started during backward
   const auto overlapped = fit_agreed();
@@ -213,4 +220,24 @@ TEST_CASE("run_together: whatever one rank throws, every rank leaves with a Join
   JointError other = joint([&] { if (comm.rank() == last) (void)std::string("x").at(5); });
   if (comm.rank() == last) CHECK(std::string(other.what()).find("unexpected failure (basic_string") == 0);
   run_together(comm, [] {});  // nothing thrown: nothing to say
+}
+
+TEST_CASE("int8 on the wire: the ranks' mean, to within each block's own scale") {
+  Comm comm;
+  const int64_t n = 1000;  // blocks of 256: the last one partial, and a range that ends mid-block
+  auto wire = make_wire_average(WireType::int8, comm, n, false);
+  auto value = [](int rank, int64_t i) { return float(rank + 1) * std::sin(float(i)) * (i < 256 ? 1e-3f : 1.0f); };
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = value(comm.rank(), i);
+  wire->start(v.data(), 600, n);
+  wire->start(v.data(), 0, 600);
+  const std::vector<float>& got = wire->finish();
+  const int P = comm.size();
+  for (int64_t i = 0; i < n; ++i) {
+    double mean = 0;
+    for (int r = 0; r < P; ++r) mean += value(r, i) / P;
+    const double block_top = (i < 256 ? 1e-3 : 1.0) * (P + 1) / 2.0;  // the largest |mean| in i's block
+    INFO(i);
+    REQUIRE(std::abs(got[size_t(i)] - mean) <= (P + 1) * block_top / 127);  // each rounding: half a step
+  }
 }

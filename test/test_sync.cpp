@@ -36,7 +36,7 @@ TEST_CASE("bf16: float's range, 8 bits of mantissa") {
 TEST_CASE("error feedback: what was sent plus what is carried equals the true gradients") {
   Comm comm;  // one rank: the allreduce is the identity, so "sent" is what finish() returns
   const int64_t n = 5000;
-  for (WireType wire : {WireType::fp16, WireType::bf16}) {
+  for (WireType wire : {WireType::fp16, WireType::bf16, WireType::int8}) {
     auto average = make_wire_average(wire, comm, n, true);
     std::vector<double> truth(size_t(n), 0.0), sent(size_t(n), 0.0);
     for (uint64_t step = 0; step < 5; ++step) {

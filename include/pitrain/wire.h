@@ -1,5 +1,6 @@
-// Wire formats: how the ranks' float vectors travel when they are averaged (fp32, or fp16 and
-// bf16 at half the bytes, with optional error feedback). Which vectors are averaged, and when,
+// Wire formats: how the ranks' float vectors travel when they are averaged (fp32, fp16 and
+// bf16 at half the bytes, int8 with a scale a block at about a quarter, with optional error
+// feedback). Which vectors are averaged, and when,
 // is the sync strategy's concern (sync.h); a new format is one row in wire.cpp's table and a file.
 #pragma once
 #include <mpi.h>
@@ -14,7 +15,7 @@
 
 namespace pitrain {
 
-enum class WireType { fp32, fp16, bf16 };
+enum class WireType { fp32, fp16, bf16, int8 };
 std::optional<WireType> wire_type_named(const std::string& name);
 std::string wire_type_name(WireType wire);
 std::vector<std::string> wire_type_names();
@@ -59,8 +60,9 @@ class WireAverage {
 
 std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, bool error_feedback);
 
-// The 16-bit formats, from wire_16bit.cpp (the table in wire.cpp lists them).
+// The narrow formats, each from its file (the table in wire.cpp lists them).
 std::unique_ptr<WireAverage> make_fp16_average(Comm& comm, int64_t n, bool error_feedback);
 std::unique_ptr<WireAverage> make_bf16_average(Comm& comm, int64_t n, bool error_feedback);
+std::unique_ptr<WireAverage> make_int8_average(Comm& comm, int64_t n, bool error_feedback);
 
 }  // namespace pitrain

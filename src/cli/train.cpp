@@ -57,8 +57,8 @@ int train(int argc, char** argv, Comm& comm) {
     ("sync-every", "Local SGD: K steps alone, then average what the ranks learnt (1 = average gradients every step; 8 for WLAN or 100 Mbit/s links)",
      cxxopts::value(o.sync.sync_every)->default_value("1"))
     ("sync-warmup", "Steps of per-step gradient averaging before local SGD starts", cxxopts::value(o.sync.sync_warmup)->default_value("0"))
-    ("grad-dtype", "Gradients, or local SGD's parameter changes, on the wire: fp32, fp16 or bf16", cxxopts::value<std::string>()->default_value("fp32"))
-    ("error-feedback", "Carry what 16-bit rounding drops into the next step", cxxopts::value(o.sync.error_feedback))
+    ("grad-dtype", "Gradients, or local SGD's parameter changes, on the wire: fp32, fp16, bf16 or int8", cxxopts::value<std::string>()->default_value("fp32"))
+    ("error-feedback", "Carry what 16- or 8-bit rounding drops into the next step", cxxopts::value(o.sync.error_feedback))
     ("overlap", "Communicate while computing: gradient buckets during backward; with --sync-every, each average during the next K steps", cxxopts::value(o.sync.overlap))
     ("bucket-kb", "Bucket size for --overlap", cxxopts::value<int64_t>()->default_value("1024"));
   cxxopts::ParseResult r;

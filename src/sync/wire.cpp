@@ -35,6 +35,7 @@ const WireFormat kWireFormats[] = {
     {WireType::fp32, "fp32", make_fp32_average},
     {WireType::fp16, "fp16", make_fp16_average},
     {WireType::bf16, "bf16", make_bf16_average},
+    {WireType::int8, "int8", make_int8_average},
 };
 
 const WireFormat& format_of(WireType wire) {
