@@ -4,13 +4,34 @@
 // multiplications than im2col's. Backward is the exact adjoint of that forward: dM = A dY A^T,
 // dU_xi = V_xi^T dM_xi, dV_xi = dM_xi U_xi^T, then dg = G^T dU G and dd = B dV B^T. Every
 // transform runs along the channels, which NHWC keeps contiguous, so its loops vectorise.
+#include <Eigen/Core>
 #include <algorithm>
+#include <type_traits>
 
 #include "pitrain/conv.h"
 #include "pitrain/matrix.h"
 
 namespace pitrain {
 namespace {
+
+// A pixel's channels (or filters) as an Eigen array, so that one line below is one vector loop,
+// fully unrolled where the count N is known when compiling (see with_count).
+template <int N>
+using ChannelsIn = Eigen::Map<const Eigen::Array<float, N, 1>>;
+template <int N>
+using ChannelsOut = Eigen::Map<Eigen::Array<float, N, 1>>;
+
+// Calls f(std::integral_constant<int, n>) for the usual channel counts, else with Eigen::Dynamic.
+template <class F>
+void with_count(int n, F f) {
+  switch (n) {
+    case 16: return f(std::integral_constant<int, 16>{});
+    case 32: return f(std::integral_constant<int, 32>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    default: return f(std::integral_constant<int, Eigen::Dynamic>{});
+  }
+}
 
 class WinogradConv : public ConvAlgorithm {
  public:
