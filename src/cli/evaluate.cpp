@@ -11,23 +11,23 @@
 namespace pitrain::cli {
 
 int evaluate(int argc, char** argv, Comm& comm) {
+  std::string model_path, data_path, split;
   cxxopts::Options options("evaluate", "Loss, accuracy, per-class accuracy and confusion matrix of a checkpoint");
   options.add_options()
-    ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value<std::string>())
-    ("data", "Dataset from `pitrain prepare`", cxxopts::value<std::string>())
-    ("split", "train or val", cxxopts::value<std::string>()->default_value("val"));
+    ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value(model_path))
+    ("data", "Dataset from `pitrain prepare`", cxxopts::value(data_path))
+    ("split", "train or val", cxxopts::value(split)->default_value("val"));
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
-  if (!r.count("model") || !r.count("data")) throw UsageError("evaluate: --model FILE.h5 and --data FILE.h5 are required");
-  const std::string split = r["split"].as<std::string>();
-  if (split != "train" && split != "val") throw UsageError("evaluate: --split must be train or val");
+  require(!model_path.empty() && !data_path.empty(), "evaluate: --model FILE.h5 and --data FILE.h5 are required");
+  require(split == "train" || split == "val", "evaluate: --split must be train or val");
   std::optional<Checkpoint> ckpt;
   RankSlice slice;
   run_together(comm, [&] {
-    ckpt.emplace(load_checkpoint(r["model"].as<std::string>()));
-    slice = load_rank_slice(r["data"].as<std::string>(), split, comm.rank(), comm.size());
+    ckpt.emplace(load_checkpoint(model_path));
+    slice = load_rank_slice(data_path, split, comm.rank(), comm.size());
     if (slice.class_names != ckpt->class_names)
-      throw Error(r["data"].as<std::string>() + ": class_names differ from the checkpoint's; evaluate on data of the same classes");
+      throw Error(data_path + ": class_names differ from the checkpoint's; evaluate on data of the same classes");
   });
   ThreadPool pool(default_threads());
   ThreadedModel threaded(ckpt->model, pool);
