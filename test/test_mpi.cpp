@@ -197,6 +197,58 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
   }
 }
 
+TEST_CASE("PowerSGD over the ranks: the exact mean when the ranks' weights span at most r dimensions") {
+  Comm comm;
+  const int64_t rows = 30, cols = 20, n = rows * cols + 7;
+  WireOptions opts;
+  opts.low_rank = 4;  // >= ranks (at most 4 here): the mean of one outer product a rank has rank <= 4
+  opts.matrices = {{0, rows, cols}};
+  auto value = [&](int rank, int64_t i) {
+    if (i >= rows * cols) return float(rank + 1) * float(i);  // the bias-like rest, sent as fp32
+    const int64_t r = i / cols, c = i % cols;
+    return std::sin(float(r * (rank + 1))) * std::cos(float(c + rank));
+  };
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = value(comm.rank(), i);
+  auto wire = make_wire_average(WireType::powersgd, comm, n, opts);
+  for (int round = 0; round < 2; ++round) {  // the second round starts warm, from the first's Q
+    wire->start(v.data(), 0, n);
+    const std::vector<float>& got = wire->finish();
+    for (int64_t i = 0; i < n; ++i) {
+      double mean = 0;
+      for (int r = 0; r < comm.size(); ++r) mean += value(r, i) / comm.size();
+      INFO("round " << round << " value " << i);
+      REQUIRE(got[size_t(i)] == Approx(mean).margin(1e-4));
+    }
+    CHECK(same_on_every_rank(got));
+  }
+}
+
+TEST_CASE("local SGD's outer optimizer: Nesterov momentum on the rounds' mean change") {
+  Comm comm;
+  if (comm.size() == 1) return;  // one rank syncs nothing: no rounds to check
+  const int64_t n = 3;
+  SyncOptions o;
+  o.sync_every = 1 + 1;  // rounds after steps 1 and 3
+  o.outer_lr = 0.5f;
+  o.outer_momentum = 0.75f;
+  std::vector<float> p = {1, 2, 3};
+  auto sync = make_sync_strategy(comm, p.data(), n, o);
+  // A rank moves by (rank + 1) x 0.25 a step: the mean change of a round is 2 x 0.25 x (P + 1) / 2.
+  const float mean_change = 0.25f * float(comm.size() + 1);
+  float momentum = 0, anchor = 0;
+  for (int step = 0; step < 4; ++step) {
+    for (float& x : p) x += 0.25f * float(comm.rank() + 1);
+    sync->after_update(p.data(), step);
+    if (step % 2 == 1) {
+      momentum = 0.75f * momentum + mean_change;
+      anchor += 0.5f * (mean_change + 0.75f * momentum);
+      for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == Approx(float(i + 1) + anchor));
+    }
+  }
+  CHECK(same_on_every_rank(p));
+}
+
 TEST_CASE("run_together: whatever one rank throws, every rank leaves with a JointError") {
   Comm comm;
   const int last = comm.size() - 1;
@@ -225,7 +277,7 @@ TEST_CASE("run_together: whatever one rank throws, every rank leaves with a Join
 TEST_CASE("int8 on the wire: the ranks' mean, to within each block's own scale") {
   Comm comm;
   const int64_t n = 1000;  // blocks of 256: the last one partial, and a range that ends mid-block
-  auto wire = make_wire_average(WireType::int8, comm, n, false);
+  auto wire = make_wire_average(WireType::int8, comm, n, WireOptions());
   auto value = [](int rank, int64_t i) { return float(rank + 1) * std::sin(float(i)) * (i < 256 ? 1e-3f : 1.0f); };
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = value(comm.rank(), i);

@@ -36,8 +36,12 @@ TEST_CASE("bf16: float's range, 8 bits of mantissa") {
 TEST_CASE("error feedback: what was sent plus what is carried equals the true gradients") {
   Comm comm;  // one rank: the allreduce is the identity, so "sent" is what finish() returns
   const int64_t n = 5000;
-  for (WireType wire : {WireType::fp16, WireType::bf16, WireType::int8}) {
-    auto average = make_wire_average(wire, comm, n, true);
+  WireOptions opts;
+  opts.error_feedback = true;
+  opts.matrices = {{100, 40, 50}, {2100, 60, 30}};  // PowerSGD compresses these, sends the rest
+  for (WireType wire : {WireType::fp16, WireType::bf16, WireType::int8, WireType::powersgd}) {
+    INFO(wire_type_name(wire));
+    auto average = make_wire_average(wire, comm, n, opts);
     std::vector<double> truth(size_t(n), 0.0), sent(size_t(n), 0.0);
     for (uint64_t step = 0; step < 5; ++step) {
       std::vector<float> g(static_cast<size_t>(n));
@@ -52,4 +56,28 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
       CHECK(worst < 1e-9);  // float rounding of the running sums only; one 16-bit step is ~1e-6
     }
   }
+}
+
+TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the rest as it is") {
+  Comm comm;
+  const int64_t n = 3000, rows = 40, cols = 50, at = 700;
+  WireOptions opts;
+  opts.low_rank = 4;
+  opts.matrices = {{at, rows, cols}, {2900, 10, 10}};  // the second is too small to gain: sent whole
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = std::sin(float(i));
+  for (int64_t i = 0; i < rows; ++i)  // rank 3: a sum of three outer products
+    for (int64_t j = 0; j < cols; ++j)
+      v[size_t(at + i * cols + j)] = std::cos(float(i)) * float(j) + float(i % 7) * std::sin(float(j)) - 0.01f * float(i * i);
+  auto average = make_wire_average(WireType::powersgd, comm, n, opts);
+  CHECK(average->whole_vector());
+  average->start(v.data(), 0, n);
+  const std::vector<float>& got = average->finish();
+  for (int64_t i = 0; i < n; ++i) {
+    INFO(i);
+    const bool low_rank = i >= at && i < at + rows * cols;
+    if (low_rank) REQUIRE(got[size_t(i)] == Approx(v[size_t(i)]).margin(1e-4));
+    else REQUIRE(got[size_t(i)] == v[size_t(i)]);
+  }
+  CHECK(wire_bytes(WireType::powersgd, n, opts) == 4 * (n - rows * cols + (rows + cols) * 4));
 }

@@ -32,7 +32,7 @@ struct Context {
 struct ParamView {
   std::string name;  // "kernel" or "bias"
   std::vector<int64_t> shape;
-  int64_t offset = 0;  // into the model's flat buffers
+  int64_t offset = 0;  // into the layer's part of the model's flat buffers
   int64_t size() const;
 };
 

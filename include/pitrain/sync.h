@@ -10,6 +10,7 @@
 
 #include "pitrain/comm.h"
 #include "pitrain/guard.h"
+#include "pitrain/model.h"
 #include "pitrain/optimizer.h"
 #include "pitrain/wire.h"
 
@@ -20,6 +21,10 @@ struct SyncOptions {
   int64_t sync_warmup = 0;   // steps of per-step gradient averaging before local SGD starts
   WireType wire = WireType::fp32;
   bool error_feedback = false;  // carry what 16-bit rounding drops into the next step
+  int powersgd_rank = 4;
+  // Local SGD's outer optimizer (DiLoCo): the anchor moves by outer_lr x (the mean change plus
+  // Nesterov momentum of the past rounds' means). 1 and 0: the plain mean.
+  float outer_lr = 1.0f, outer_momentum = 0.0f;
   // Per-step sync: start each bucket's allreduce as soon as backward has made it. Local SGD:
   // average during the next K steps, and apply the average (plus those steps) one round late.
   bool overlap = false;
@@ -58,7 +63,7 @@ class SyncStrategy {
 // Per-step averaging of the gradients over the wire format. Local SGD uses it for its warm-up.
 class PerStepSync : public SyncStrategy {
  public:
-  PerStepSync(Comm& comm, int64_t n_params, const SyncOptions& opts);
+  PerStepSync(Comm& comm, int64_t n_params, const SyncOptions& opts, const std::vector<WireMatrix>& matrices);
   void gradients_ready(float* grads, int64_t lo, int64_t step) override;
   bool reduce_gradients(float* grads, int64_t step, Optimizer& opt) override;
   void after_update(float*, int64_t) override {}
@@ -74,8 +79,12 @@ class PerStepSync : public SyncStrategy {
   int64_t started_down_to_;     // gradients [started_down_to_, n) are in flight
 };
 
-// The strategy the options ask for, given the parameters every rank starts from.
+// The strategy the options ask for, given the parameters every rank starts from and the 2-D
+// weights among them (which PowerSGD compresses).
 std::unique_ptr<SyncStrategy> make_sync_strategy(Comm& comm, const float* params, int64_t n_params,
-                                                 const SyncOptions& opts);
+                                                 const SyncOptions& opts, const std::vector<WireMatrix>& matrices = {});
+
+// A model's kernels as 2-D weights: (fan-in, units) for dense, (kh * kw * cin, filters) for conv.
+std::vector<WireMatrix> weight_matrices(const Model& model);
 
 }  // namespace pitrain

@@ -1,6 +1,7 @@
 // Wire formats: how the ranks' float vectors travel when they are averaged (fp32, fp16 and
 // bf16 at half the bytes, int8 with a scale a block at about a quarter, with optional error
-// feedback). Which vectors are averaged, and when,
+// feedback; PowerSGD sends the 2-D weights as low-rank factors, tens of times smaller). Which
+// vectors are averaged, and when,
 // is the sync strategy's concern (sync.h); a new format is one row in wire.cpp's table and a file.
 #pragma once
 #include <mpi.h>
@@ -15,7 +16,7 @@
 
 namespace pitrain {
 
-enum class WireType { fp32, fp16, bf16, int8 };
+enum class WireType { fp32, fp16, bf16, int8, powersgd };
 std::optional<WireType> wire_type_named(const std::string& name);
 std::string wire_type_name(WireType wire);
 std::vector<std::string> wire_type_names();
@@ -25,6 +26,18 @@ uint16_t float_to_half(float f);
 float half_to_float(uint16_t h);
 uint16_t float_to_bf16(float f);
 float bf16_to_float(uint16_t h);
+
+// A 2-D weight inside the averaged vector: values[offset, offset + rows * cols), row-major
+// (a dense kernel (in, out); a conv kernel (kh, kw, cin, cout) as (kh * kw * cin, cout)).
+struct WireMatrix {
+  int64_t offset, rows, cols;
+};
+
+struct WireOptions {
+  bool error_feedback = false;
+  int low_rank = 4;                  // PowerSGD's rank
+  std::vector<WireMatrix> matrices;  // what a low-rank format may compress; the rest goes as fp32
+};
 
 // Averages an (n) float vector over the ranks, in ranges started one after another (buckets)
 // and finished together. Values are divided by P before they are summed, so a 16-bit sum of P
@@ -37,10 +50,12 @@ class WireAverage {
   WireAverage& operator=(const WireAverage&) = delete;
 
   int64_t size() const { return n_; }
-  void start(const float* values, int64_t lo, int64_t hi);  // averages values[lo, hi)
+  // Averages values[lo, hi); a format that needs the whole vector (whole_vector()) takes 0, n.
+  void start(const float* values, int64_t lo, int64_t hi);
   // Waits for every started range; the averages (n) are valid in the ranges started.
   const std::vector<float>& finish();
-  void progress() { comm_.progress(requests_); }  // MPI moves collectives only inside MPI calls
+  void progress();  // MPI moves collectives only inside MPI calls
+  virtual bool whole_vector() const { return false; }
   // Error feedback: what rounding dropped from the last values sent, added to the next (empty
   // when off, or for a lossless format).
   const std::vector<float>& residual() const { return residual_; }
@@ -49,6 +64,9 @@ class WireAverage {
   // Puts values[lo, hi) x scale (plus the residual) in the send buffer and starts their sum.
   virtual MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) = 0;
   virtual void receive() {}  // after every sum arrived: turn them into averages_
+  // A format in phases (PowerSGD: P, then Q from P) starts the next once the last one's sums
+  // arrived; MPI_REQUEST_NULL when there is none.
+  virtual MPI_Request next_phase() { return MPI_REQUEST_NULL; }
   Comm& comm_;
   int64_t n_;
   std::vector<float> averages_;  // (n)
@@ -58,11 +76,16 @@ class WireAverage {
   std::vector<MPI_Request> requests_;
 };
 
-std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, bool error_feedback);
+std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, const WireOptions& opts);
+// Bytes a rank hands to the allreduces of one average of all n values.
+int64_t wire_bytes(WireType wire, int64_t n, const WireOptions& opts);
 
 // The narrow formats, each from its file (the table in wire.cpp lists them).
-std::unique_ptr<WireAverage> make_fp16_average(Comm& comm, int64_t n, bool error_feedback);
-std::unique_ptr<WireAverage> make_bf16_average(Comm& comm, int64_t n, bool error_feedback);
-std::unique_ptr<WireAverage> make_int8_average(Comm& comm, int64_t n, bool error_feedback);
+std::unique_ptr<WireAverage> make_fp16_average(Comm& comm, int64_t n, const WireOptions& opts);
+std::unique_ptr<WireAverage> make_bf16_average(Comm& comm, int64_t n, const WireOptions& opts);
+std::unique_ptr<WireAverage> make_int8_average(Comm& comm, int64_t n, const WireOptions& opts);
+std::unique_ptr<WireAverage> make_powersgd_average(Comm& comm, int64_t n, const WireOptions& opts);
+int64_t int8_wire_bytes(int64_t n);
+int64_t powersgd_wire_bytes(int64_t n, const WireOptions& opts);
 
 }  // namespace pitrain

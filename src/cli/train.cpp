@@ -24,6 +24,9 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require_choice("--grad-dtype", r["grad-dtype"].as<std::string>(), wire_type_names());
   require(o.sync.sync_every >= 1, "--sync-every must be a positive number of steps");
   require(o.sync.sync_warmup >= 0, "--sync-warmup must be 0 or positive");
+  require(o.sync.powersgd_rank >= 1 && o.sync.powersgd_rank <= 64, "--powersgd-rank must be 1 to 64, got " + std::to_string(o.sync.powersgd_rank));
+  require(o.sync.outer_lr > 0 && std::isfinite(o.sync.outer_lr), "--outer-lr must be a positive number");
+  require(o.sync.outer_momentum >= 0 && o.sync.outer_momentum < 1, "--outer-momentum must be in [0, 1)");
   const int64_t bucket_kb = r["bucket-kb"].as<int64_t>();  // in KB: bounded so that the bytes fit an int64
   require(bucket_kb > 0 && bucket_kb <= 1048576, "--bucket-kb must be 1 to 1048576 (1 GB), got " + std::to_string(bucket_kb));
 }
@@ -57,8 +60,12 @@ int train(int argc, char** argv, Comm& comm) {
     ("sync-every", "Local SGD: K steps alone, then average what the ranks learnt (1 = average gradients every step; 8 for WLAN or 100 Mbit/s links)",
      cxxopts::value(o.sync.sync_every)->default_value("1"))
     ("sync-warmup", "Steps of per-step gradient averaging before local SGD starts", cxxopts::value(o.sync.sync_warmup)->default_value("0"))
-    ("grad-dtype", "Gradients, or local SGD's parameter changes, on the wire: fp32, fp16, bf16 or int8", cxxopts::value<std::string>()->default_value("fp32"))
-    ("error-feedback", "Carry what 16- or 8-bit rounding drops into the next step", cxxopts::value(o.sync.error_feedback))
+    ("grad-dtype", "Gradients, or local SGD's parameter changes, on the wire: fp32, fp16, bf16, int8, or powersgd (low-rank kernels)",
+     cxxopts::value<std::string>()->default_value("fp32"))
+    ("error-feedback", "Carry what 16- or 8-bit rounding drops into the next step (powersgd always does)", cxxopts::value(o.sync.error_feedback))
+    ("powersgd-rank", "Rank of --grad-dtype powersgd's factors", cxxopts::value(o.sync.powersgd_rank)->default_value("4"))
+    ("outer-lr", "Local SGD's outer learning rate on the averaged change (DiLoCo: 0.7)", cxxopts::value(o.sync.outer_lr)->default_value("1"))
+    ("outer-momentum", "Local SGD's outer Nesterov momentum (DiLoCo: 0.9)", cxxopts::value(o.sync.outer_momentum)->default_value("0"))
     ("overlap", "Communicate while computing: gradient buckets during backward; with --sync-every, each average during the next K steps", cxxopts::value(o.sync.overlap))
     ("bucket-kb", "Bucket size for --overlap", cxxopts::value<int64_t>()->default_value("1024"));
   cxxopts::ParseResult r;

@@ -59,11 +59,12 @@ void Comm::start_allreduce(const void* send, void* recv, int count, MPI_Datatype
   bytes_sent_ += int64_t(count) * size;
 }
 
-void Comm::progress(std::vector<MPI_Request>& requests) {
-  if (requests.empty()) return;
+bool Comm::progress(std::vector<MPI_Request>& requests) {
+  if (requests.empty()) return true;
   InMpi timed(*this);
   int done = 0;
   MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+  return done != 0;
 }
 
 void Comm::wait_all(std::vector<MPI_Request>& requests) {

@@ -3,6 +3,8 @@
 // during the next K steps and is applied at the following round, keeping the steps taken
 // meanwhile. Each rank keeps its own optimizer state: averaging Adam's moments too would
 // triple the traffic. The first sync_warmup steps average gradients, as per-step sync does.
+// An outer optimizer (DiLoCo, Douillard et al., 2023) may move the anchor by more than the mean
+// change: Nesterov momentum over the rounds, which keeps large K accurate.
 #include <algorithm>
 
 #include "pitrain/sync.h"
@@ -12,15 +14,18 @@ namespace {
 
 class LocalSgd : public SyncStrategy {
  public:
-  LocalSgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts)
+  LocalSgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts, const std::vector<WireMatrix>& matrices)
       : SyncStrategy(comm),
-        per_step_(comm, n, opts),
+        per_step_(comm, n, opts, matrices),
         ranks_(comm.size()),
         every_(opts.sync_every),
         warmup_(opts.sync_warmup),
         overlap_(opts.overlap),
+        outer_lr_(opts.outer_lr),
+        outer_momentum_(opts.outer_momentum),
         anchor_(params, params + n),
-        delta_(size_t(n)) {}
+        delta_(size_t(n)),
+        momentum_(opts.outer_momentum > 0 ? size_t(n) : 0) {}
 
   void gradients_ready(float* grads, int64_t lo, int64_t step) override {
     if (step < warmup_) per_step_.gradients_ready(grads, lo, step);
@@ -65,33 +70,45 @@ class LocalSgd : public SyncStrategy {
     if (!overlap_) finish_round(params, step);
   }
 
-  // New anchor = old anchor + the mean of what was sent. A rank that took steps since the round
-  // started keeps them on top of the new anchor; one that did not takes the anchor itself, so
-  // that all such ranks hold the same bits.
+  // New anchor = old anchor + the outer step from the mean of what was sent. A rank that took
+  // steps since the round started keeps them on top of the new anchor; one that did not takes
+  // the anchor itself, so that all such ranks hold the same bits.
   void finish_round(float* params, int64_t step) {
     if (round_step_ < 0) return;
     const std::vector<float>& mean = per_step_.wire().finish();
     const bool moved = step != round_step_;
     for (size_t i = 0; i < anchor_.size(); ++i) {
-      anchor_[i] += mean[i];
-      params[i] = moved ? params[i] + mean[i] - delta_[i] : anchor_[i];
+      const float change = outer_step(i, mean[i]);
+      anchor_[i] += change;
+      params[i] = moved ? params[i] + change - delta_[i] : anchor_[i];
     }
     round_step_ = -1;
+  }
+
+  // Nesterov on the mean change (the negative of DiLoCo's outer gradient), as in SGD's form.
+  float outer_step(size_t i, float mean) {
+    if (momentum_.empty()) return outer_lr_ * mean;
+    float& m = momentum_[i];
+    m = outer_momentum_ * m + mean;
+    return outer_lr_ * (mean + outer_momentum_ * m);
   }
 
   PerStepSync per_step_;  // the warm-up, and the wire the rounds travel on
   int ranks_, every_;
   int64_t warmup_;
   bool overlap_;
+  float outer_lr_, outer_momentum_;
   std::vector<float> anchor_, delta_;  // (n) the last common parameters; what this rank sent
+  std::vector<float> momentum_;        // (n) the outer momentum, the same on every rank; empty without
   int64_t started_after_ = -1;         // the last step after which a round started
   int64_t round_step_ = -1;            // the step whose round is in flight; -1: none
 };
 
 }  // namespace
 
-std::unique_ptr<SyncStrategy> make_local_sgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts) {
-  return std::make_unique<LocalSgd>(comm, params, n, opts);
+std::unique_ptr<SyncStrategy> make_local_sgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts,
+                                             const std::vector<WireMatrix>& matrices) {
+  return std::make_unique<LocalSgd>(comm, params, n, opts, matrices);
 }
 
 }  // namespace pitrain

@@ -21,21 +21,23 @@ class Fp32Average : public WireAverage {
   std::vector<float> out_;  // (n) what this rank sends: Open MPI's libnbc reduces in place by a tree
 };
 
-std::unique_ptr<WireAverage> make_fp32_average(Comm& comm, int64_t n, bool) {
+std::unique_ptr<WireAverage> make_fp32_average(Comm& comm, int64_t n, const WireOptions&) {
   return std::make_unique<Fp32Average>(comm, n);
 }
 
 struct WireFormat {
   WireType type;
   const char* name;
-  std::unique_ptr<WireAverage> (*make)(Comm&, int64_t n, bool error_feedback);
+  std::unique_ptr<WireAverage> (*make)(Comm&, int64_t n, const WireOptions&);
+  int64_t (*bytes)(int64_t n, const WireOptions&);
 };
 
 const WireFormat kWireFormats[] = {
-    {WireType::fp32, "fp32", make_fp32_average},
-    {WireType::fp16, "fp16", make_fp16_average},
-    {WireType::bf16, "bf16", make_bf16_average},
-    {WireType::int8, "int8", make_int8_average},
+    {WireType::fp32, "fp32", make_fp32_average, [](int64_t n, const WireOptions&) { return 4 * n; }},
+    {WireType::fp16, "fp16", make_fp16_average, [](int64_t n, const WireOptions&) { return 2 * n; }},
+    {WireType::bf16, "bf16", make_bf16_average, [](int64_t n, const WireOptions&) { return 2 * n; }},
+    {WireType::int8, "int8", make_int8_average, [](int64_t n, const WireOptions&) { return int8_wire_bytes(n); }},
+    {WireType::powersgd, "powersgd", make_powersgd_average, powersgd_wire_bytes},
 };
 
 const WireFormat& format_of(WireType wire) {
@@ -60,9 +62,11 @@ std::vector<std::string> wire_type_names() {
   return names;
 }
 
-std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, bool error_feedback) {
-  return format_of(wire).make(comm, n, error_feedback);
+std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, const WireOptions& opts) {
+  return format_of(wire).make(comm, n, opts);
 }
+
+int64_t wire_bytes(WireType wire, int64_t n, const WireOptions& opts) { return format_of(wire).bytes(n, opts); }
 
 WireAverage::WireAverage(Comm& comm, int64_t n) : comm_(comm), n_(n), averages_(size_t(n)) {}
 
@@ -74,9 +78,19 @@ void WireAverage::start(const float* values, int64_t lo, int64_t hi) {
   requests_.push_back(send(values, 1.0f / float(comm_.size()), lo, hi));
 }
 
-const std::vector<float>& WireAverage::finish() {
-  comm_.wait_all(requests_);
+void WireAverage::progress() {
+  if (requests_.empty() || !comm_.progress(requests_)) return;
   requests_.clear();
+  const MPI_Request next = next_phase();
+  if (next != MPI_REQUEST_NULL) requests_.push_back(next);
+}
+
+const std::vector<float>& WireAverage::finish() {
+  for (MPI_Request next = MPI_REQUEST_NULL;; requests_.assign(1, next)) {
+    comm_.wait_all(requests_);
+    requests_.clear();
+    if ((next = next_phase()) == MPI_REQUEST_NULL) break;
+  }
   receive();
   return averages_;
 }

@@ -68,8 +68,8 @@ void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
 template <float (*widen)(uint16_t), uint16_t (*narrow)(float)>
 class Average16 : public WireAverage {
  public:
-  Average16(Comm& comm, int64_t n, bool error_feedback) : WireAverage(comm, n), out_(size_t(n)), in_(size_t(n)) {
-    if (error_feedback) residual_.assign(size_t(n), 0.0f);
+  Average16(Comm& comm, int64_t n, const WireOptions& opts) : WireAverage(comm, n), out_(size_t(n)), in_(size_t(n)) {
+    if (opts.error_feedback) residual_.assign(size_t(n), 0.0f);
     MPI_Op_create(&sum_16bit<widen, narrow>, 1, &sum_op_);
   }
   ~Average16() override { MPI_Op_free(&sum_op_); }
@@ -95,12 +95,12 @@ class Average16 : public WireAverage {
 
 }  // namespace
 
-std::unique_ptr<WireAverage> make_fp16_average(Comm& comm, int64_t n, bool error_feedback) {
-  return std::make_unique<Average16<half_to_float, float_to_half>>(comm, n, error_feedback);
+std::unique_ptr<WireAverage> make_fp16_average(Comm& comm, int64_t n, const WireOptions& opts) {
+  return std::make_unique<Average16<half_to_float, float_to_half>>(comm, n, opts);
 }
 
-std::unique_ptr<WireAverage> make_bf16_average(Comm& comm, int64_t n, bool error_feedback) {
-  return std::make_unique<Average16<bf16_to_float, float_to_bf16>>(comm, n, error_feedback);
+std::unique_ptr<WireAverage> make_bf16_average(Comm& comm, int64_t n, const WireOptions& opts) {
+  return std::make_unique<Average16<bf16_to_float, float_to_bf16>>(comm, n, opts);
 }
 
 }  // namespace pitrain

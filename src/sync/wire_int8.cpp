@@ -40,9 +40,9 @@ void sum_blocks(void* in, void* inout, int* len, MPI_Datatype*) {
 
 class Average8 : public WireAverage {
  public:
-  Average8(Comm& comm, int64_t n, bool error_feedback)
+  Average8(Comm& comm, int64_t n, const WireOptions& opts)
       : WireAverage(comm, n), out_(size_t(2 * (n / kBlock + 1))), in_(out_.size()) {
-    if (error_feedback) residual_.assign(size_t(n), 0.0f);
+    if (opts.error_feedback) residual_.assign(size_t(n), 0.0f);
     MPI_Type_contiguous(int(sizeof(Block8)), MPI_BYTE, &block_type_);
     MPI_Type_commit(&block_type_);
     MPI_Op_create(&sum_blocks, 1, &sum_op_);
@@ -96,8 +96,10 @@ class Average8 : public WireAverage {
 
 }  // namespace
 
-std::unique_ptr<WireAverage> make_int8_average(Comm& comm, int64_t n, bool error_feedback) {
-  return std::make_unique<Average8>(comm, n, error_feedback);
+std::unique_ptr<WireAverage> make_int8_average(Comm& comm, int64_t n, const WireOptions& opts) {
+  return std::make_unique<Average8>(comm, n, opts);
 }
+
+int64_t int8_wire_bytes(int64_t n) { return (n + kBlock - 1) / kBlock * int64_t(sizeof(Block8)); }
 
 }  // namespace pitrain

@@ -161,7 +161,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   const int64_t spe = o.steps_per_epoch ? o.steps_per_epoch : (largest_slice + o.batch_size - 1) / o.batch_size;
   const LrSchedule schedule{o.lr, o.lr * (o.linear_lr_scaling ? float(ranks) : 1.0f),
                             int64_t(o.warmup_epochs * double(spe))};
-  auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), o.sync);
+  auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), o.sync, weight_matrices(model));
   BatchLoader loader(run.train.data, o.batch_size);
   threaded.reserve(o.batch_size);
   const std::string checkpoint = o.checkpoint.empty() ? "pitrain-stopped.h5" : o.checkpoint;

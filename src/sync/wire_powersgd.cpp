@@ -1,0 +1,142 @@
+// PowerSGD (Vogels, Karimireddy and Jaggi, 2019): each 2-D weight M (rows, cols) travels as two
+// thin factors. P = M Q (rows, r) is averaged and orthonormalised, then Q = M^T P (cols, r) is
+// averaged, and the mean of the ranks' M is approximated by P Q^T: one power iteration a
+// round, warm-started from the last Q, so the approximation sharpens over the rounds. What it
+// leaves out stays in this rank's residual and goes with the next round: error feedback is
+// always on, since without it a rank-4 approximation would lose the rest for good. Weights too
+// small to gain (biases, a kernel whose factors are not under half its size) go as fp32
+// beside P. Two allreduces a round, whatever the model's depth.
+#include <cmath>
+
+#include "pitrain/error.h"
+#include "pitrain/matrix.h"
+#include "pitrain/rng.h"
+#include "pitrain/wire.h"
+
+namespace pitrain {
+namespace {
+
+// The weights worth compressing at rank r: factors under half the weight's size.
+std::vector<WireMatrix> low_rank_matrices(const WireOptions& opts) {
+  std::vector<WireMatrix> out;
+  for (const WireMatrix& m : opts.matrices)
+    if (2 * (m.rows + m.cols) * opts.low_rank < m.rows * m.cols) out.push_back(m);
+  return out;
+}
+
+// Orthonormal columns by Gram-Schmidt, twice ("twice is enough": once leaves the columns of a
+// nearly dependent P far from orthogonal); p: (rows, r), row-major. A column that is (nearly)
+// a combination of the ones before, as when the weight's rank is below r, becomes zero, and a
+// zero column adds nothing to P Q^T.
+void orthonormalise(float* p, int64_t rows, int r) {
+  MatrixView m(p, rows, r);
+  for (int j = 0; j < r; ++j) {
+    const float before = m.col(j).norm();
+    for (int pass = 0; pass < 2; ++pass)
+      for (int i = 0; i < j; ++i) m.col(j) -= m.col(i).dot(m.col(j)) * m.col(i);
+    const float after = m.col(j).norm();
+    if (after > 1e-4f * before && after > 0) m.col(j) /= after;
+    else m.col(j).setZero();
+  }
+}
+
+class PowerSgdAverage : public WireAverage {
+ public:
+  PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts)
+      : WireAverage(comm, n), r_(opts.low_rank), matrices_(low_rank_matrices(opts)), a_(size_t(n)) {
+    residual_.assign(size_t(n), 0.0f);
+    int64_t p_floats = 0, q_floats = 0, covered = 0;
+    for (const WireMatrix& m : matrices_) p_floats += m.rows * r_, q_floats += m.cols * r_, covered += m.rows * m.cols;
+    // The rest, as ranges between the compressed weights (matrices come in offset order).
+    int64_t at = 0;
+    for (const WireMatrix& m : matrices_) {
+      if (m.offset > at) rest_.push_back({at, m.offset});
+      at = m.offset + m.rows * m.cols;
+    }
+    if (at < n) rest_.push_back({at, n});
+    first_.resize(size_t(p_floats + n - covered)), first_sums_.resize(first_.size());
+    second_.resize(size_t(q_floats)), second_sums_.resize(second_.size());
+    // Q starts random, the same on every rank; from then on it is the last round's average.
+    for (size_t i = 0; i < second_sums_.size(); ++i) second_sums_[i] = 2 * uniform01(rng_key(0x9051d), i) - 1;
+  }
+
+  bool whole_vector() const override { return true; }
+
+ private:
+  // Phase 1: P = M Q for every compressed weight, and the rest as it is.
+  MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
+    if (lo != 0 || hi != n_) throw Error("PowerSGD averages the whole vector at once");
+    for (int64_t i = 0; i < n_; ++i) a_[size_t(i)] = values[i] + residual_[size_t(i)];
+    scale_ = scale;
+    float* p = first_.data();
+    const float* q = second_sums_.data();
+    for (const WireMatrix& m : matrices_) {
+      gemm(false, false, int(m.rows), r_, int(m.cols), &a_[size_t(m.offset)], q, p);
+      for (int64_t i = 0; i < m.rows * r_; ++i) p[i] *= scale;
+      p += m.rows * r_, q += m.cols * r_;
+    }
+    for (const auto& [from, to] : rest_)
+      for (int64_t i = from; i < to; ++i) *p++ = a_[size_t(i)] * scale;
+    phase_ = 1;
+    return start_sum(first_, first_sums_);
+  }
+
+  // Phase 2: P averaged and orthonormalised on every rank alike, then Q = M^T P.
+  MPI_Request next_phase() override {
+    if (phase_ != 1) return phase_ = 0, MPI_REQUEST_NULL;
+    float* p = first_sums_.data();
+    float* q = second_.data();
+    for (const WireMatrix& m : matrices_) {
+      orthonormalise(p, m.rows, r_);
+      gemm(true, false, int(m.cols), r_, int(m.rows), &a_[size_t(m.offset)], p, q);
+      for (int64_t i = 0; i < m.cols * r_; ++i) q[i] *= scale_;
+      p += m.rows * r_, q += m.cols * r_;
+    }
+    phase_ = 2;
+    return start_sum(second_, second_sums_);
+  }
+
+  // The average: P Q^T for the compressed weights, the rest's mean; the residual is what this
+  // rank's values had beyond the approximation.
+  void receive() override {
+    const float* p = first_sums_.data();
+    const float* q = second_sums_.data();
+    for (const WireMatrix& m : matrices_) {
+      float* avg = &averages_[size_t(m.offset)];
+      gemm(false, true, int(m.rows), int(m.cols), r_, p, q, avg);
+      for (int64_t i = 0; i < m.rows * m.cols; ++i) residual_[size_t(m.offset + i)] = a_[size_t(m.offset + i)] - avg[i];
+      p += m.rows * r_, q += m.cols * r_;
+    }
+    for (const auto& [from, to] : rest_)
+      for (int64_t i = from; i < to; ++i) averages_[size_t(i)] = *p++;
+  }
+
+  MPI_Request start_sum(std::vector<float>& send, std::vector<float>& sums) {
+    MPI_Request req;
+    comm_.start_allreduce(send.data(), sums.data(), int(send.size()), MPI_FLOAT, MPI_SUM, &req);
+    return req;
+  }
+
+  int r_;
+  std::vector<WireMatrix> matrices_;                  // the compressed weights
+  std::vector<std::pair<int64_t, int64_t>> rest_;     // [from, to) ranges sent as they are
+  std::vector<float> a_;                              // (n) values + residual of the round
+  std::vector<float> first_, first_sums_;             // P factors, then the rest
+  std::vector<float> second_, second_sums_;           // Q factors; second_sums_ warm-starts
+  float scale_ = 1;
+  int phase_ = 0;  // 1: P in flight, 2: Q in flight
+};
+
+}  // namespace
+
+std::unique_ptr<WireAverage> make_powersgd_average(Comm& comm, int64_t n, const WireOptions& opts) {
+  return std::make_unique<PowerSgdAverage>(comm, n, opts);
+}
+
+int64_t powersgd_wire_bytes(int64_t n, const WireOptions& opts) {
+  int64_t floats = n;
+  for (const WireMatrix& m : low_rank_matrices(opts)) floats += (m.rows + m.cols) * opts.low_rank - m.rows * m.cols;
+  return 4 * floats;
+}
+
+}  // namespace pitrain
