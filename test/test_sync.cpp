@@ -1,9 +1,10 @@
-// 16-bit wire formats and error feedback (one process; the multi-rank behaviour is in test_mpi).
+// Wire formats, error feedback and --sync auto's choice (one process; the multi-rank behaviour is in test_mpi).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
 #include "pitrain/rng.h"
+#include "pitrain/sync.h"
 #include "pitrain/wire.h"
 
 using namespace pitrain;
@@ -80,4 +81,30 @@ TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the 
     else REQUIRE(got[size_t(i)] == v[size_t(i)]);
   }
   CHECK(wire_bytes(WireType::powersgd, n, opts) == 4 * (n - rows * cols + (rows + cols) * 4));
+}
+
+TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds as it slows") {
+  const int64_t n = 204815;  // the magazine's mlp with 15 classes: 784x256 and 256x15 kernels
+  const std::vector<WireMatrix> kernels = {{0, 784, 256}, {784 * 256 + 256, 256, 15}};
+  auto choose = [&](double mbit, double latency, double step) {
+    return choose_sync(SyncOptions{}, step, LinkTiming{latency, 8 / (mbit * 1e6)}, n, kernels);
+  };
+  const SyncChoice fast = choose(10000, 50e-6, 0.005);  // 0.7 ms for 819 KB against a 5 ms step
+  CHECK(fast.opts.sync_every == 1);
+  CHECK(fast.opts.wire == WireType::fp32);
+  CHECK_FALSE(fast.opts.overlap);
+  const SyncChoice gigabit = choose(1000, 100e-6, 0.020);  // fp32 6.6 ms, bf16 3.4 ms: under 4 ms
+  CHECK(gigabit.opts.sync_every == 1);
+  CHECK(gigabit.opts.wire == WireType::bf16);
+  CHECK(gigabit.opts.error_feedback);
+  // WLAN and a 1 ms step: bf16 and int8 take 80-170 ms a round; PowerSGD's ~22 KB 13 ms, which
+  // 32 steps hide (16 would not: 13 ms > half of 16 ms).
+  const SyncChoice wlan = choose(20, 2e-3, 0.001);
+  CHECK(wlan.opts.wire == WireType::powersgd);
+  CHECK(wlan.opts.sync_every == 32);
+  CHECK(wlan.opts.overlap);
+  CHECK(wlan.why.find("rounds every 32 steps, overlapped in powersgd rank 4") == 0);
+  const SyncChoice hopeless = choose(0.1, 0.1, 0.001);
+  CHECK(hopeless.opts.sync_every == 64);
+  CHECK(hopeless.why.find("still too slow a link") != std::string::npos);
 }

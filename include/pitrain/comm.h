@@ -33,6 +33,7 @@ class Comm {
   bool in_mpi() const { return in_mpi_; }  // inside a call of this class (read by the watchdog)
   MPI_Comm raw() const { return comm_; }
   int64_t bytes_sent() const { return bytes_sent_; }  // payload handed to collectives by this rank
+  int64_t collectives() const { return collectives_; }  // allreduces started by this rank
 
  private:
   class InMpi;
@@ -40,7 +41,7 @@ class Comm {
   std::atomic<bool> in_mpi_{false};
   int rank_ = 0, size_ = 1;
   double mpi_seconds_ = 0;
-  int64_t bytes_sent_ = 0;
+  int64_t bytes_sent_ = 0, collectives_ = 0;
 };
 
 // Ranks on this node (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE), 1 when not launched by mpirun.

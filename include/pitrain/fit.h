@@ -36,6 +36,7 @@ struct TrainOptions {
   int expect_ranks = 0;         // fail fast unless started as this many ranks (0: any)
   double stall_timeout = 300;   // seconds a step may take before the job is ended (0: never)
   SyncOptions sync;             // per-step gradient averaging unless told otherwise
+  bool sync_auto = false;       // measure the link and a step, then choose `sync` (sync.h)
 };
 
 struct EpochResult {
@@ -44,6 +45,7 @@ struct EpochResult {
   double seconds = 0, mpi_seconds = 0;
   int64_t steps = 0;       // run in this epoch (fewer after a resume mid-epoch)
   int64_t bytes_sent = 0;  // by this rank, to collectives
+  int64_t collectives = 0;  // allreduces this rank started
 };
 
 struct TrainResult {

@@ -19,6 +19,7 @@ struct RunInfo {
   int64_t params = 0;
   int64_t steps_per_epoch = 0;
   int64_t resumed_after_step = -1;  // -1: a fresh run
+  SyncChoice sync;                  // how the ranks meet; why, with --sync auto
 };
 
 class TrainReport {
@@ -44,7 +45,7 @@ class TrainReport {
   double last_draw_ = -1;
   EpochResult last_;
   double train_seconds_ = 0, mpi_seconds_ = 0;  // over the epochs this run trained
-  int64_t bytes_ = 0, steps_run_ = 0;
+  int64_t bytes_ = 0, collectives_ = 0, steps_run_ = 0;
 };
 
 }  // namespace pitrain

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "pitrain/comm.h"
 #include "pitrain/guard.h"
@@ -83,6 +84,30 @@ class PerStepSync : public SyncStrategy {
 // weights among them (which PowerSGD compresses).
 std::unique_ptr<SyncStrategy> make_sync_strategy(Comm& comm, const float* params, int64_t n_params,
                                                  const SyncOptions& opts, const std::vector<WireMatrix>& matrices = {});
+
+// --sync auto. The link as an allreduce sees it: a fixed cost a call and a cost a byte.
+struct LinkTiming {
+  double latency = 0;           // seconds: an allreduce of one float
+  double seconds_per_byte = 0;  // beyond that, a byte handed to the allreduce
+  double allreduce_seconds(int64_t bytes, int calls) const { return calls * latency + double(bytes) * seconds_per_byte; }
+};
+
+struct SyncChoice {
+  SyncOptions opts;
+  std::string why;  // for the banner: what was measured and why this was chosen
+};
+
+// The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,
+// then local SGD rounds every 2 to 64 steps in bf16, int8 or PowerSGD, overlapped), whose
+// communication costs the step at most a fifth on this link (an overlapped round: it takes at
+// most half the K steps it hides behind); else the most frugal. A pure function: every rank
+// that passes the same figures gets the same choice.
+SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link, int64_t n_params,
+                       const std::vector<WireMatrix>& matrices);
+// Times allreduces of one float and of 64 KB (collective), agrees with the other ranks on the
+// slowest figures and on the slowest step_seconds, and chooses.
+SyncChoice auto_sync(Comm& comm, const SyncOptions& given, double step_seconds, int64_t n_params,
+                     const std::vector<WireMatrix>& matrices);
 
 // A model's kernels as 2-D weights: (fan-in, units) for dense, (kh * kw * cin, filters) for conv.
 std::vector<WireMatrix> weight_matrices(const Model& model);

@@ -27,6 +27,10 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(o.sync.powersgd_rank >= 1 && o.sync.powersgd_rank <= 64, "--powersgd-rank must be 1 to 64, got " + std::to_string(o.sync.powersgd_rank));
   require(o.sync.outer_lr > 0 && std::isfinite(o.sync.outer_lr), "--outer-lr must be a positive number");
   require(o.sync.outer_momentum >= 0 && o.sync.outer_momentum < 1, "--outer-momentum must be in [0, 1)");
+  require_choice("--sync", r["sync"].as<std::string>(), {"manual", "auto"});
+  if (r["sync"].as<std::string>() == "auto")
+    for (const char* flag : {"sync-every", "grad-dtype", "error-feedback", "overlap", "bucket-kb"})
+      require(!r.count(flag), std::string("--sync auto chooses --") + flag + " itself: leave it out, or use --sync manual");
   const int64_t bucket_kb = r["bucket-kb"].as<int64_t>();  // in KB: bounded so that the bytes fit an int64
   require(bucket_kb > 0 && bucket_kb <= 1048576, "--bucket-kb must be 1 to 1048576 (1 GB), got " + std::to_string(bucket_kb));
 }
@@ -57,6 +61,8 @@ int train(int argc, char** argv, Comm& comm) {
     ("stall-timeout", "End the job when a step takes longer than this many seconds (0: never)",
      cxxopts::value(o.stall_timeout)->default_value("300"))
     ("json", "End with one JSON line of figures instead of the progress output", cxxopts::value(o.json))
+    ("sync", "auto: time the link and a step at start-up and choose how to sync (the way to run on Pis); manual: as the flags below say",
+     cxxopts::value<std::string>()->default_value("manual"))
     ("sync-every", "Local SGD: K steps alone, then average what the ranks learnt (1 = average gradients every step; 8 for WLAN or 100 Mbit/s links)",
      cxxopts::value(o.sync.sync_every)->default_value("1"))
     ("sync-warmup", "Steps of per-step gradient averaging before local SGD starts", cxxopts::value(o.sync.sync_warmup)->default_value("0"))
@@ -74,6 +80,7 @@ int train(int argc, char** argv, Comm& comm) {
   if (!o.resume.empty() && !r.count("model")) o.model.clear();  // the checkpoint's model
   o.linear_lr_scaling = r["lr-scaling"].as<std::string>() == "linear";
   o.sync.wire = *wire_type_named(r["grad-dtype"].as<std::string>());
+  o.sync_auto = r["sync"].as<std::string>() == "auto";
   o.sync.bucket_bytes = r["bucket-kb"].as<int64_t>() * 1024;
   fit(o, comm, std::cout);
   return 0;

@@ -48,6 +48,7 @@ void Comm::allreduce_sum(double* data, int64_t n) {
     MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, comm_);
   });
   bytes_sent_ += n * int64_t(sizeof(double));
+  ++collectives_;
 }
 
 void Comm::start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
@@ -57,6 +58,7 @@ void Comm::start_allreduce(const void* send, void* recv, int count, MPI_Datatype
   int size = 0;
   MPI_Type_size(type, &size);
   bytes_sent_ += int64_t(count) * size;
+  ++collectives_;
 }
 
 bool Comm::progress(std::vector<MPI_Request>& requests) {

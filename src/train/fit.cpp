@@ -2,6 +2,7 @@
 // the sync strategy decides how the ranks' models meet.
 #include "pitrain/fit.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -100,7 +101,7 @@ void check_finite(const Model& model, const StepResult& r, int64_t step, int epo
 class EpochMeter {
  public:
   explicit EpochMeter(const Comm& comm)
-      : comm_(comm), t0_(now()), mpi0_(comm.mpi_seconds()), bytes0_(comm.bytes_sent()) {}
+      : comm_(comm), t0_(now()), mpi0_(comm.mpi_seconds()), bytes0_(comm.bytes_sent()), calls0_(comm.collectives()) {}
   void add(const LossStats& st, int n) { sums_[0] += st.loss_sum, sums_[1] += double(st.correct), sums_[2] += n; }
   double loss() const { return sums_[0] / sums_[2]; }
   double accuracy() const { return sums_[1] / sums_[2]; }
@@ -112,6 +113,7 @@ class EpochMeter {
     r.seconds = seconds();
     r.mpi_seconds = comm.mpi_seconds() - mpi0_;
     r.bytes_sent = comm.bytes_sent() - bytes0_;
+    r.collectives = comm.collectives() - calls0_;
     comm.allreduce_sum(sums_, 3);
     r.loss = loss(), r.accuracy = accuracy();
     return r;
@@ -120,9 +122,25 @@ class EpochMeter {
  private:
   const Comm& comm_;
   double t0_, mpi0_;
-  int64_t bytes0_;
+  int64_t bytes0_, calls0_;
   double sums_[3] = {0, 0, 0};  // loss sum, correct, images
 };
+
+// Seconds of a forward and backward on this rank's first batch, the median of three after one
+// to warm up: what --sync auto weighs the link against.
+double time_step(ThreadedModel& threaded, const Split& train, int batch_size) {
+  BatchLoader loader(train, batch_size);
+  loader.reset_in_order();
+  const Batch b = loader.next();
+  std::vector<double> t;
+  for (int i = 0; i < 4; ++i) {
+    const double t0 = now();
+    threaded.forward_backward(b.x, b.y, b.n, Context{true, 0});
+    if (i > 0) t.push_back(now() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[1];
+}
 
 const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
 
@@ -161,9 +179,13 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   const int64_t spe = o.steps_per_epoch ? o.steps_per_epoch : (largest_slice + o.batch_size - 1) / o.batch_size;
   const LrSchedule schedule{o.lr, o.lr * (o.linear_lr_scaling ? float(ranks) : 1.0f),
                             int64_t(o.warmup_epochs * double(spe))};
-  auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), o.sync, weight_matrices(model));
-  BatchLoader loader(run.train.data, o.batch_size);
   threaded.reserve(o.batch_size);
+  const std::vector<WireMatrix> matrices = weight_matrices(model);
+  const SyncChoice sync_choice = o.sync_auto && ranks > 1
+      ? auto_sync(comm, o.sync, time_step(threaded, run.train.data, o.batch_size), model.num_params(), matrices)
+      : SyncChoice{o.sync, ""};
+  auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), sync_choice.opts, matrices);
+  BatchLoader loader(run.train.data, o.batch_size);
   const std::string checkpoint = o.checkpoint.empty() ? "pitrain-stopped.h5" : o.checkpoint;
   auto save = [&](const std::string& path) {
     run_together(comm, [&] {  // all ranks learn that rank 0's checkpoint is on disk, or why not
@@ -173,7 +195,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   TrainReport report(out, o,
                      RunInfo{ranks, threads, run.train.total_rows, run.val.total_rows,
                              int64_t(run.train.class_names.size()), model.spec(), model.num_params(), spe,
-                             run.resumed ? state.step : -1},
+                             run.resumed ? state.step : -1, sync_choice},
                      rank == 0);
   StopSignals signals;
   TrainResult result;

@@ -60,7 +60,7 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
        << run.model_spec << " (" << run.params << " params), batch " << opts.batch_size << " a rank ("
        << opts.batch_size * run.ranks << " global), " << run.steps_per_epoch << " steps an epoch"
        << (run.resumed_after_step >= 0 ? ", resumed after step " + std::to_string(run.resumed_after_step) : "")
-       << "\n" << std::flush;
+       << "\n" << (run.sync.why.empty() ? "" : "sync auto: " + run.sync.why + "\n") << std::flush;
 }
 
 std::string TrainReport::bar(int64_t step) const {
@@ -86,7 +86,8 @@ void TrainReport::update(int64_t step, double loss, double accuracy, double seco
 
 void TrainReport::end_epoch(const EpochResult& r) {
   last_ = r;
-  train_seconds_ += r.seconds, mpi_seconds_ += r.mpi_seconds, bytes_ += r.bytes_sent, steps_run_ += r.steps;
+  train_seconds_ += r.seconds, mpi_seconds_ += r.mpi_seconds, bytes_ += r.bytes_sent, collectives_ += r.collectives,
+  steps_run_ += r.steps;
   if (csv_.is_open())
     csv_ << r.epoch << ',' << r.loss << ',' << r.accuracy << ',' << r.val_loss << ',' << r.val_accuracy << ','
          << r.seconds << ',' << r.mpi_seconds << std::endl;
@@ -131,15 +132,21 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"mpi_seconds", mpi_seconds_},
       {"mpi_share", mpi_seconds_ / train_seconds_},
       {"bytes_per_step", bytes_ / steps_run_},
+      {"allreduces_per_step", double(collectives_) / double(steps_run_)},
       {"wall_seconds", wall_seconds},
       {"epochs", last_.epoch},
       {"model", run_.model_spec},
       {"optimizer", opts_.optimizer},
       {"lr", std::stod(fmt("%.6g", opts_.lr))},  // as given, not float's 0.0010000000474974513
       {"gemm", gemm_backend()},
-      {"sync_every", opts_.sync.sync_every},
-      {"grad_dtype", wire_type_name(opts_.sync.wire)},
-      {"overlap", opts_.sync.overlap},
+      {"sync", opts_.sync_auto ? "auto" : "manual"},
+      {"sync_every", run_.sync.opts.sync_every},
+      {"grad_dtype", wire_type_name(run_.sync.opts.wire)},
+      {"error_feedback", run_.sync.opts.error_feedback},
+      {"overlap", run_.sync.opts.overlap},
+      {"outer_lr", std::stod(fmt("%.6g", run_.sync.opts.outer_lr))},
+      {"outer_momentum", std::stod(fmt("%.6g", run_.sync.opts.outer_momentum))},
+      {"sync_reason", run_.sync.why},
   };
   out_ << j.dump() << "\n";
 }

@@ -1,0 +1,92 @@
+// --sync auto: time the link and a step at start-up, then pick the schedule and wire format
+// that keep communication under a fifth of the step. Per-step fp32 where the link allows it
+// (the exact data-parallel step), and only as much compression and as rare rounds as needed.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "pitrain/sync.h"
+
+namespace pitrain {
+namespace {
+
+constexpr double kCommShare = 0.2;     // of the step: the budget of an allreduce every step
+constexpr double kOverlapShare = 0.5;  // of K steps: the longest round that hides behind them
+constexpr int kMaxEvery = 64;
+constexpr int64_t kProbeBytes = 64 * 1024;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string kb(int64_t bytes) { return fmt("%.0f KB", double(bytes) / 1e3); }
+std::string ms(double seconds) { return fmt(seconds < 0.01 ? "%.2f ms" : "%.0f ms", seconds * 1e3); }
+
+// Median seconds of `reps` allreduces of `floats` floats, after one to warm the connections.
+double time_allreduce(Comm& comm, int64_t floats, int reps) {
+  std::vector<float> send(size_t(floats), 1.0f), recv(send.size());
+  std::vector<double> t;
+  for (int i = 0; i <= reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    MPI_Request req;
+    comm.start_allreduce(send.data(), recv.data(), int(floats), MPI_FLOAT, MPI_SUM, &req);
+    comm.wait(req);
+    if (i > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
+  return t[size_t(reps / 2)];
+}
+
+}  // namespace
+
+SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link, int64_t n_params,
+                       const std::vector<WireMatrix>& matrices) {
+  struct Candidate {
+    int every;
+    WireType wire;
+  };
+  std::vector<Candidate> candidates = {{1, WireType::fp32}, {1, WireType::bf16}};
+  for (int every = 2; every <= kMaxEvery; every *= 2)
+    for (WireType wire : {WireType::bf16, WireType::int8, WireType::powersgd}) candidates.push_back({every, wire});
+  auto round = [&](const Candidate& c, int64_t* bytes) {  // seconds an average takes
+    *bytes = wire_bytes(c.wire, n_params, WireOptions{true, given.powersgd_rank, matrices});
+    return link.allreduce_seconds(*bytes, c.wire == WireType::powersgd ? 2 : 1);
+  };
+  // Every step, the allreduce waits in full; a round overlapped with K steps costs only what
+  // outlasts them (and the CPU that moves it, hence the margin).
+  auto fits = [&](const Candidate& c) {
+    int64_t bytes;
+    const double t = round(c, &bytes);
+    return c.every == 1 ? t <= kCommShare * step_seconds : t <= kOverlapShare * c.every * step_seconds;
+  };
+  const auto it = std::find_if(candidates.begin(), candidates.end(), fits);
+  const Candidate pick = it != candidates.end() ? *it : candidates.back();
+  int64_t bytes = 0, fp32_bytes = 0;
+  const double t = round(pick, &bytes), fp32 = round(candidates.front(), &fp32_bytes);
+  SyncChoice choice{given, ""};
+  choice.opts.sync_every = pick.every;
+  choice.opts.wire = pick.wire;
+  choice.opts.error_feedback = pick.wire != WireType::fp32;
+  choice.opts.overlap = pick.every > 1;
+  const std::string what =
+      (pick.every == 1 ? std::string("gradients every step") : "rounds every " + std::to_string(pick.every) + " steps, overlapped") +
+      " in " + wire_type_name(pick.wire) + (pick.wire == WireType::powersgd ? " rank " + std::to_string(given.powersgd_rank) : "") +
+      " (" + kb(bytes) + " an average, " + ms(t) + ")";
+  const std::string against = pick.every == 1 ? "a " + ms(step_seconds) + " step" : std::to_string(pick.every) + " steps of " + ms(step_seconds);
+  choice.why = what + " against " + against + (it == candidates.end() ? ": the most frugal choice, and still too slow a link for this model" : "") +
+               (pick.every == 1 && pick.wire == WireType::fp32 ? "" : "; fp32 every step would take " + ms(fp32) + " a step") +
+               " (link: " + ms(link.latency) + " an allreduce, " + fmt("%.1f", 1e-6 / std::max(link.seconds_per_byte, 1e-12)) + " MB/s)";
+  return choice;
+}
+
+SyncChoice auto_sync(Comm& comm, const SyncOptions& given, double step_seconds, int64_t n_params,
+                     const std::vector<WireMatrix>& matrices) {
+  double slowest[3] = {time_allreduce(comm, 1, 5), time_allreduce(comm, kProbeBytes / 4, 3), step_seconds};
+  MPI_Allreduce(MPI_IN_PLACE, slowest, 3, MPI_DOUBLE, MPI_MAX, comm.raw());
+  LinkTiming link{slowest[0], std::max(slowest[1] - slowest[0], 0.0) / double(kProbeBytes)};
+  return choose_sync(given, slowest[2], link, n_params, matrices);
+}
+
+}  // namespace pitrain
