@@ -11,7 +11,9 @@
 #
 # Needs (Debian): iproute2, gnuplot-nox for the plot, python3-torch python3-h5py for the peer.
 # usage: bench/cluster.sh [options]
-#   --profiles LIST   wlan (20 Mbit/s), ethernet (100), gigabit (1000), or RATEmbit; default all three
+#   --profiles LIST   wlan (20 Mbit/s full duplex a host), wlan-cell (one 20 Mbit/s cell that all
+#                     hosts share, every frame crossing it twice), ethernet (100), gigabit (1000),
+#                     or RATEmbit; default wlan, ethernet, gigabit
 #   --hosts N         hosts of the multi-host runs (default 4)
 #   --cpu F           cores per emulated host (default 0.5)
 #   --models LIST     cnn,mlp (default); cnn runs batch 32 a rank, mlp the magazine's batch 8
@@ -23,7 +25,8 @@
 #   --no-peer         skip the PyTorch peer
 #   --hostfile FILE   real cluster: no emulation; runs 1 host (the first) and all of them
 #   --mpirun-args S   extra mpirun arguments (e.g. --tune mpi_hostfiles/slow-links.conf)
-#   --train-args S    extra `pitrain train` arguments (e.g. --sync-every 8 --grad-dtype fp16)
+#   --train-args S    extra `pitrain train` arguments (e.g. --sync auto, or --sync-every 8 --grad-dtype fp16)
+#   --peer-args S     extra arguments of the peer (e.g. --powersgd 4; its hooks act on 2+ hosts only)
 #   --out DIR         results folder (default bench/results-cluster)
 #   --smoke           2 hosts, one profile, a few steps: checks that everything runs
 set -euo pipefail
@@ -31,7 +34,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
 profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
-use_peer=1 hostfile="" extra="" train_extra="" out=$root/bench/results-cluster repeat=1
+use_peer=1 hostfile="" extra="" train_extra="" peer_extra="" out=$root/bench/results-cluster repeat=1
 while [ $# -gt 0 ]; do
   case $1 in
     --profiles) profiles=$2; shift ;;
@@ -47,6 +50,7 @@ while [ $# -gt 0 ]; do
     --hostfile) hostfile=$2; shift ;;
     --mpirun-args) extra=$2; shift ;;
     --train-args) train_extra=$2; shift ;;
+    --peer-args) peer_extra=$2; shift ;;
     --out) out=$2; shift ;;
     --smoke) hosts=2 profiles=ethernet models=mlp images=2048 eval_images=1024 use_peer=0 ;;
     *) echo "bench/cluster.sh: unknown option $1 (see the header of this script)" >&2; exit 2 ;;
@@ -80,17 +84,25 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 rate_of() {
-  case $1 in wlan) echo 20 ;; ethernet) echo 100 ;; gigabit) echo 1000 ;; *mbit) echo "${1%mbit}" ;;
-    *) echo "bench/cluster.sh: unknown profile $1 (wlan, ethernet, gigabit or RATEmbit)" >&2; exit 2 ;; esac
+  case $1 in wlan | wlan-cell) echo 20 ;; ethernet) echo 100 ;; gigabit) echo 1000 ;; *mbit) echo "${1%mbit}" ;;
+    *) echo "bench/cluster.sh: unknown profile $1 (wlan, wlan-cell, ethernet, gigabit or RATEmbit)" >&2; exit 2 ;; esac
 }
 
-# make_cluster N MBIT: hosts h1..hN at $net.11.., a head namespace at $net.2 that runs mpirun.
+# make_cluster N MBIT [cell]: hosts h1..hN at $net.11.., a head namespace at $net.2 that runs
+# mpirun. Each host has its own MBIT link, or with `cell` all hosts share one WLAN cell of MBIT:
+# every frame from a host passes one common tbf bucket (an ifb device in the switch namespace),
+# at half the rate, since in infrastructure mode each frame crosses the air twice.
 make_cluster() {
-  local n=$1 mbit=$2 br=$PITRAIN_CLUSTER-br
+  local n=$1 mbit=$2 cell=${3:-} br=$PITRAIN_CLUSTER-br
   ip netns add "$br"
   namespaces+=("$br")
   ip -n "$br" link add br0 type bridge
   ip -n "$br" link set br0 up
+  if [ -n "$cell" ]; then
+    ip -n "$br" link add ifb0 type ifb
+    ip -n "$br" link set ifb0 up
+    shape_egress "$br" ifb0 $((mbit / 2))
+  fi
   for i in head $(seq "$n"); do
     local ns=$PITRAIN_CLUSTER-h$i addr
     [ "$i" = head ] && addr=$net.2 || addr=$net.$((10 + i))
@@ -103,9 +115,13 @@ make_cluster() {
     ip -n "$ns" link set lo up
     use_reno "$ns"
     [ "$i" = head ] && continue
-    # The host's link, both directions: its own egress and its switch port's.
-    shape_egress "$ns" eth0 "$mbit"
-    shape_egress "$br" "p$i" "$mbit"
+    if [ -n "$cell" ]; then  # the host's frames into the air: the cell's one bucket
+      tc -n "$br" qdisc add dev "p$i" handle ffff: ingress
+      tc -n "$br" filter add dev "p$i" parent ffff: protocol all u32 match u32 0 0 action mirred egress redirect dev ifb0
+    else  # the host's link, both directions: its own egress and its switch port's
+      shape_egress "$ns" eth0 "$mbit"
+      shape_egress "$br" "p$i" "$mbit"
+    fi
     local cg=/sys/fs/cgroup/cpu/$ns
     mkdir -p "$cg"
     echo 10000 >"$cg/cpu.cfs_period_us"  # 10 ms: a 100 ms period stalls spinning MPI ranks
@@ -162,7 +178,8 @@ run_config() {
         echo "  run $run stopped before training started: MPI start-up or data loading ($log)" >&2
     fi
   else
-    launch "$n" "$hf" /usr/bin/python3 "$peer" "${common[@]}" >/dev/null 2>"$work/peer.log"
+    # shellcheck disable=SC2086
+    launch "$n" "$hf" /usr/bin/python3 "$peer" "${common[@]}" $peer_extra >/dev/null 2>"$work/peer.log"
     cp "$work/peer.log" "$log"
   fi
   python3 - "$trainer" "$model" "$profile" "$n" "$steps" "$batch" "$work" "$csv" "$summary" "$run" <<'PY'
@@ -209,7 +226,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 for profile in ${profiles//,/ }; do
   if [ -z "$hostfile" ]; then
     [ "$(id -u)" -eq 0 ] || { echo "bench/cluster.sh: the emulation needs root (or use --hostfile)" >&2; exit 2; }
-    make_cluster "$hosts" "$(rate_of "$profile")"
+    make_cluster "$hosts" "$(rate_of "$profile")" "$([ "$profile" = wlan-cell ] && echo cell)"
     emulated_hostfile 1 >"$work/one"
     emulated_hostfile "$hosts" >"$work/all"
     total=$hosts

@@ -99,8 +99,8 @@ struct SyncChoice {
 
 // The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,
 // then local SGD rounds every 2 to 64 steps in bf16, int8 or PowerSGD, overlapped), whose
-// communication costs the step at most a fifth on this link (an overlapped round: it takes at
-// most half the K steps it hides behind); else the most frugal. A pure function: every rank
+// communication costs the step at most a fifth on this link (an overlapped round: it takes no
+// longer than the K steps it hides behind); else the most frugal. A pure function: every rank
 // that passes the same figures gets the same choice.
 SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link, int64_t n_params,
                        const std::vector<WireMatrix>& matrices);

@@ -11,7 +11,7 @@ namespace pitrain {
 namespace {
 
 constexpr double kCommShare = 0.2;     // of the step: the budget of an allreduce every step
-constexpr double kOverlapShare = 0.5;  // of K steps: the longest round that hides behind them
+constexpr double kOverlapShare = 1.0;  // of K steps: the longest round that hides behind them
 constexpr int kMaxEvery = 64;
 constexpr int64_t kProbeBytes = 64 * 1024;
 
@@ -55,7 +55,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
     return link.allreduce_seconds(*bytes, c.wire == WireType::powersgd ? 2 : 1);
   };
   // Every step, the allreduce waits in full; a round overlapped with K steps costs only what
-  // outlasts them (and the CPU that moves it, hence the margin).
+  // outlasts them.
   auto fits = [&](const Candidate& c) {
     int64_t bytes;
     const double t = round(c, &bytes);

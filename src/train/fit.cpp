@@ -2,7 +2,6 @@
 // the sync strategy decides how the ranks' models meet.
 #include "pitrain/fit.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -126,20 +125,19 @@ class EpochMeter {
   double sums_[3] = {0, 0, 0};  // loss sum, correct, images
 };
 
-// Seconds of a forward and backward on this rank's first batch, the median of three after one
-// to warm up: what --sync auto weighs the link against.
+// Seconds of a forward and backward on this rank's first batch, averaged over at least 50 ms
+// after one to warm up (a CPU quota, as on the emulated hosts, lets a short burst run at full
+// speed): what --sync auto weighs the link against.
 double time_step(ThreadedModel& threaded, const Split& train, int batch_size) {
   BatchLoader loader(train, batch_size);
   loader.reset_in_order();
   const Batch b = loader.next();
-  std::vector<double> t;
-  for (int i = 0; i < 4; ++i) {
-    const double t0 = now();
-    threaded.forward_backward(b.x, b.y, b.n, Context{true, 0});
-    if (i > 0) t.push_back(now() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[1];
+  threaded.forward_backward(b.x, b.y, b.n, Context{true, 0});
+  const double t0 = now();
+  int reps = 0;
+  do threaded.forward_backward(b.x, b.y, b.n, Context{true, 0});
+  while (++reps < 3 || now() - t0 < 0.05);
+  return (now() - t0) / reps;
 }
 
 const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
