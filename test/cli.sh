@@ -88,6 +88,27 @@ j = json.loads(sys.stdin.read())
 assert 0 <= j["bytes_per_step"] - 201988 * 2 <= 4, j  # + the 4-byte stop vote
 ' || fail "train --grad-dtype fp16 --overlap"
 
+# PowerSGD: the 784x256 kernel as rank-4 factors (784 x 4, then 256 x 4), the rest as it is
+# (the 256x4 kernel would not shrink): two allreduces a step, plus the stop vote.
+mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 8 --threads 1 --json \
+  --grad-dtype powersgd | tail -n 1 | python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+assert 0 <= j["bytes_per_step"] - 4 * (784 * 4 + 256 + 256 * 4 + 4 + 256 * 4) <= 4, j
+assert j["allreduces_per_step"] == 3, j
+' || fail "train --grad-dtype powersgd"
+# --sync auto says what it measured and chose, in the banner and in the JSON.
+mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 4 --threads 1 --sync auto >"$work/auto" 2>&1
+grep -qE "^sync auto: (gradients every step|rounds every [0-9]+ steps, overlapped) in [a-z0-9]+.* \(link: .* an allreduce, [0-9.]+ MB/s\)$" "$work/auto" \
+  || { fail "train --sync auto banner"; cat "$work/auto"; }
+mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 4 --threads 1 --sync auto --json \
+  | tail -n 1 | python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+assert j["sync"] == "auto" and j["grad_dtype"] in j["sync_reason"], j
+assert (j["sync_every"] == 1) == j["sync_reason"].startswith("gradients every step"), j
+' || fail "train --sync auto --json"
+
 mpi -np 2 "$PITRAIN" evaluate --model "$work/m.h5" --data "$work/d.h5" >"$work/eval" 2>&1
 grep -q "val split: 100 images" "$work/eval" && grep -q "^north " "$work/eval" && grep -q "confusion matrix" "$work/eval" \
   || { fail "evaluate"; cat "$work/eval"; }
@@ -112,7 +133,9 @@ expect_error "--batch-size must be a positive integer" mpi -np 2 "$PITRAIN" trai
 expect_error "--epochs must be a positive integer" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --epochs -1
 expect_error "--lr must be a positive number" "$PITRAIN" train --data "$work/d.h5" --lr 0
 expect_error "--optimizer rmsprop: use adam or sgd" "$PITRAIN" train --data "$work/d.h5" --optimizer rmsprop
-expect_error "--grad-dtype fp8: use fp32, fp16, bf16 or int8" "$PITRAIN" train --data "$work/d.h5" --grad-dtype fp8
+expect_error "--grad-dtype fp8: use fp32, fp16, bf16, int8 or powersgd" "$PITRAIN" train --data "$work/d.h5" --grad-dtype fp8
+expect_error "--sync auto chooses --sync-every itself: leave it out, or use --sync manual" "$PITRAIN" train --data "$work/d.h5" --sync auto --sync-every 8
+expect_error "--outer-momentum must be in [0, 1)" "$PITRAIN" train --data "$work/d.h5" --outer-momentum 1
 expect_error "--sync-every must be a positive number" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --sync-every 0
 expect_error "unknown layer or model 'resnet'" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model resnet
 expect_error "started as 1 rank(s), but --expect-ranks 4" "$PITRAIN" train --data "$work/d.h5" --expect-ranks 4
