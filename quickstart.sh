@@ -14,7 +14,8 @@ fi
 $sudo apt-get update -q
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
   g++ meson ninja-build pkg-config openmpi-bin libopenmpi-dev libeigen3-dev libhdf5-dev libcxxopts-dev nlohmann-json3-dev catch2 \
-  libopenblas-dev libpng-dev zlib1g-dev python3 python3-h5py hdf5-tools procps iproute2 dataset-fashion-mnist
+  libcpp-httplib-dev libopenblas-dev libpng-dev zlib1g-dev python3 python3-h5py hdf5-tools procps iproute2 dataset-fashion-mnist \
+  chromium chromium-driver python3-selenium
 [ -f build/build.ninja ] || meson setup build
 meson compile -C build
 
