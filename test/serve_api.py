@@ -66,7 +66,11 @@ def raw(server, data, wait=0.0):
     return got.decode(errors="replace"), time.time() - start
 
 
-with Server("--model", model, "--log", log) as server:
+live, missing = os.path.join(work, "live.csv"), os.path.join(work, "missing.csv")
+with open(log) as f, open(live, "w") as out:
+    out.write(f.read())
+
+with Server("--model", model, "--log", live, "--log", missing) as server:
     status, _, classes = server.request("/api/classes")
     assert status == 200 and len(classes["classes"]) == 10 and classes["classes"][9] == "ankle boot", classes
 
@@ -80,10 +84,21 @@ with Server("--model", model, "--log", log) as server:
     status, headers, _ = server.request("/api/predict", {"pixels": [0] * 784})
     assert status == 200 and headers.get("Server-Timing", "").startswith("predict;dur="), headers
 
-    status, _, runs = server.request("/api/runs")
-    (only,) = runs["runs"]
-    assert only["name"] == "log.csv" and only["columns"]["epoch"] == [1, 2], only
-    assert only["columns"]["images"] == [30 * 32, 30 * 32] and len(only["columns"]["val_accuracy"]) == 2, only
+    def runs():
+        status, _, answer = server.request("/api/runs")
+        assert status == 200, answer
+        return answer["runs"]
+    first, absent = runs()
+    assert first["name"] == "live.csv" and first["columns"]["epoch"] == [1, 2], first
+    assert first["columns"]["images"] == [30 * 32, 30 * 32] and len(first["columns"]["val_accuracy"]) == 2, first
+    assert absent["name"] == "missing.csv" and "not written yet" in absent["error"], absent
+    # A run still writing: a row counts once its line is whole.
+    with open(live, "a") as f:
+        f.write("3,0.5,0.8,0.6,0.79,1.5,0.1,9")
+    assert runs()[0]["columns"]["epoch"] == [1, 2], "a half-written row was read"
+    with open(live, "a") as f:
+        f.write("60\n")
+    assert runs()[0]["columns"]["images"] == [960, 960, 960], runs()[0]
     for page in ("/", "/runs"):
         status, headers, html = server.request(page)
         assert status == 200 and headers["Content-Type"].startswith("text/html") and "getContext" in html, page

@@ -52,7 +52,7 @@ let strokes = [], drawing = null, classes = [];
 let lastSent = 0, inFlight = false, again = false, timer = null;
 let game = null;  // {word, end} while a "new word" round runs
 // For scripts and the browser test: the last pixels sent and the answer shown.
-window.pitrain = { pixels: null, top: null, requests: 0 };
+window.pitrain = { pixels: null, top: null, requests: 0, busy: false };
 
 function point(e) {
   const r = pad.getBoundingClientRect();
@@ -116,7 +116,7 @@ function showSeen(pixels) {
 async function guess() {
   if (!strokes.length) return;
   if (inFlight) { again = true; return; }
-  inFlight = true; lastSent = performance.now();
+  inFlight = window.pitrain.busy = true; lastSent = performance.now();
   const pixels = bitmap();
   showSeen(pixels);
   try {
@@ -129,7 +129,7 @@ async function guess() {
     document.getElementById("guesses").textContent = "no answer: " + err.message;
   }
   inFlight = false;
-  if (again) { again = false; guess(); }
+  if (again) { again = false; guess(); } else window.pitrain.busy = false;
 }
 function show(top, pixels) {
   window.pitrain.pixels = pixels; window.pitrain.top = top; window.pitrain.requests++;
