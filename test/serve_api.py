@@ -1,22 +1,22 @@
 """`pitrain serve`'s API against `pitrain predict`, and every kind of bad request.
 
 Held-out images (the val split) posted to /api/predict must get the top-3 classes and
-probabilities that `pitrain predict` prints for the same images as .npy rows, and for one of them
-drawn dark on white in a PGM (which predict inverts back). Bad requests get a 4xx with one line of
+probabilities that `pitrain predict` prints for the same images as .npy rows (to its 3 decimals),
+and for one of them drawn dark on white in a PGM (which predict inverts back); and to 1e-5 the
+probabilities of the checkpoint's mlp computed here with NumPy from its weights. Bad requests get a 4xx with one line of
 JSON; slow and half-open clients are dropped after the read timeout while others are served."""
 import json
 import os
 import socket
-import tempfile
 import threading
 import time
 
 import h5py
 import numpy as np
 
-from serve_common import Server, run, trained_model
+from serve_common import Server, run, trained_model, work_dir
 
-work = tempfile.mkdtemp(prefix="pitrain-serve-")
+work = work_dir("pitrain-serve-")
 model, data, log = trained_model(work)
 with h5py.File(data, "r") as f:
     images = f["/val/images"][:24]  # (24, 28, 28) uint8
@@ -38,6 +38,24 @@ def predict_cli(path):
 
 # predict prints probabilities to 3 decimals: that is as close as its text output can be compared.
 TOLERANCE = 5e-4
+
+
+def numpy_probabilities(pixels):
+    """The mlp of the checkpoint (flatten dense(256,relu) dropout dense(10,softmax)), in float64."""
+    with h5py.File(model, "r") as f:
+        assert f.attrs["model_spec"] == "flatten dense(256,relu) dropout(0.2) dense(10,softmax)", f.attrs["model_spec"]
+        w = {name: f["model_weights/" + name][()].astype(np.float64) for name in ("dense/kernel", "dense/bias",
+                                                                                  "dense_1/kernel", "dense_1/bias")}
+    x = np.asarray(pixels, dtype=np.float64).reshape(784) / 255
+    logits = np.maximum(x @ w["dense/kernel"] + w["dense/bias"], 0) @ w["dense_1/kernel"] + w["dense_1/bias"]
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+def exact(api_top, pixels, names, what):
+    p = numpy_probabilities(pixels)
+    assert [g["class"] for g in api_top] == [names[i] for i in np.argsort(-p)[:3]], (what, api_top, p)
+    assert all(abs(g["p"] - p[names.index(g["class"])]) <= 1e-5 for g in api_top), (what, api_top, p)
 
 
 def same(api_top, cli_top, what):
@@ -75,7 +93,9 @@ with Server("--model", model, "--log", live, "--log", missing) as server:
     assert status == 200 and len(classes["classes"]) == 10 and classes["classes"][9] == "ankle boot", classes
 
     for i, cli_top in enumerate(predict_cli(os.path.join(work, "val.npy"))):
-        same(server.predict(images[i].ravel()), cli_top, f"val image {i}")
+        api_top = server.predict(images[i].ravel())
+        same(api_top, cli_top, f"val image {i}")
+        exact(api_top, images[i], classes["classes"], f"val image {i}")
     same(server.predict(images[darkest].ravel()), predict_cli(pgm)[0], "dark-on-white PGM")
     # Posted pixels go through the same scaling as training: p is the softmax of the model.
     top = server.predict(images[1].ravel())

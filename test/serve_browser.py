@@ -6,10 +6,9 @@ docs/serve.png). Skipped (77) without chromium, chromium-driver and python3-sele
 import math
 import os
 import shutil
-import tempfile
 import time
 
-from serve_common import Server, skip, trained_model
+from serve_common import Server, skip, trained_model, work_dir
 
 try:
     from selenium import webdriver
@@ -22,7 +21,7 @@ for program in ("chromium", "chromedriver"):
     if not shutil.which(program):
         skip(f"no {program} (quickstart.sh installs chromium, chromium-driver and python3-selenium)")
 
-work = tempfile.mkdtemp(prefix="pitrain-browser-")
+work = work_dir("pitrain-browser-")
 # PITRAIN_SERVE_MODEL: play against that checkpoint instead (docs/serve.png shows a Quick Draw model).
 model, log = (os.environ["PITRAIN_SERVE_MODEL"], None) if "PITRAIN_SERVE_MODEL" in os.environ else trained_model(work)[::2]
 screenshot = os.environ.get("PITRAIN_SCREENSHOT") or os.path.join(work, "serve.png")

@@ -1,8 +1,10 @@
 """Set-up shared by the `pitrain serve` tests: a small model trained on Fashion-MNIST (Debian's
 dataset-fashion-mnist, installed by quickstart.sh), and a server started on a free port."""
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,13 @@ SOURCE = os.environ.get("PITRAIN_SOURCE", os.path.join(os.path.dirname(__file__)
 def skip(why):
     print("SKIP: " + why)
     sys.exit(77)
+
+
+def work_dir(prefix):
+    """A temporary folder, removed at exit."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def run(*args):
