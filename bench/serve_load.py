@@ -5,6 +5,7 @@ second, client-side latency, and the model's time on the server (its Server-Timi
 
   build/pitrain serve --model datasets/model.h5 &
   bench/serve_load.py --port 8000 --clients 8 --seconds 10
+(bench/serve.sh does both, with 1 client and with CLIENTS.)
 """
 import argparse
 import http.client
