@@ -13,6 +13,7 @@ namespace {
 
 constexpr size_t kMaxBody = 64 * 1024;
 constexpr int kTimeoutSeconds = 5;  // a slow or half-open client holds a thread no longer
+const std::string kPixelsHint = "send {\"pixels\": [" + std::to_string(kImagePixels) + " integers 0-255]}";
 
 void send_json(httplib::Response& res, const nlohmann::json& j) { res.set_content(j.dump(), "application/json"); }
 
@@ -26,8 +27,9 @@ std::string status_message(const httplib::Request& req, int status) {
   switch (status) {
     case 404: return "no such page: " + req.path + "; try /, /runs, /api/classes, /api/runs or POST /api/predict";
     case 408: return "request too slow: send it within " + std::to_string(kTimeoutSeconds) + " s";
-    case 413: return "body over " + std::to_string(kMaxBody / 1024) + " KB; send {\"pixels\": [784 integers 0-255]}";
-    default: return "bad request (HTTP " + std::to_string(status) + ")";
+    case 414: return "request line over 8 KB: no page or API path is that long";
+    case 413: return "body over " + std::to_string(kMaxBody / 1024) + " KB; " + kPixelsHint;
+    default: return "malformed or incomplete HTTP request (HTTP " + std::to_string(status) + ")";
   }
 }
 
@@ -35,10 +37,9 @@ std::string status_message(const httplib::Request& req, int status) {
 
 std::vector<uint8_t> parse_pixels(const std::string& body) {
   const auto j = nlohmann::json::parse(body, nullptr, false);
-  const std::string expected = "; send {\"pixels\": [" + std::to_string(kImagePixels) + " integers 0-255]}";
-  if (j.is_discarded()) throw BadRequest("body is not JSON" + expected);
+  if (j.is_discarded()) throw BadRequest("body is not JSON; " + kPixelsHint);
   if (!j.is_object() || !j.contains("pixels") || !j["pixels"].is_array())
-    throw BadRequest("no \"pixels\" array in the body" + expected);
+    throw BadRequest("no \"pixels\" array in the body; " + kPixelsHint);
   const auto& px = j["pixels"];
   if (px.size() != size_t(kImagePixels))
     throw BadRequest("\"pixels\" has " + std::to_string(px.size()) + " values, expected " + std::to_string(kImagePixels) +
