@@ -58,19 +58,22 @@ function point(e) {
   const r = pad.getBoundingClientRect();
   return [(e.clientX - r.left) * pad.width / r.width, (e.clientY - r.top) * pad.height / r.height];
 }
+let pointer = null;  // the finger or mouse drawing; a second finger is ignored
 pad.addEventListener("pointerdown", e => {
+  if (drawing) return;
   pad.setPointerCapture(e.pointerId);
+  pointer = e.pointerId;
   drawing = [point(e)];
   strokes.push(drawing);
   paint();
 });
 pad.addEventListener("pointermove", e => {
-  if (!drawing) return;
+  if (!drawing || e.pointerId !== pointer) return;
   drawing.push(point(e));
   paint();
   if (performance.now() - lastSent >= 200) guess();  // at most every 200 ms while drawing
 });
-function endStroke() { if (drawing) { drawing = null; guess(); } }
+function endStroke(e) { if (drawing && e.pointerId === pointer) { drawing = null; guess(); } }
 pad.addEventListener("pointerup", endStroke);
 pad.addEventListener("pointercancel", endStroke);
 
