@@ -45,14 +45,15 @@ TEST_CASE("serve: --log files as columns, a row still being written left out") {
                                    << "3,0.5,0.8";  // the run is writing this one
     std::ofstream(dir / "other.txt") << "name,value\na,1\n";
   }
-  const auto runs = runs_json({dir / "run.csv", dir / "none.csv", dir / "other.txt"})["runs"];
-  REQUIRE(runs.size() == 3);
+  const auto runs = runs_json({dir / "run.csv", dir / "none.csv", dir / "other.txt", dir.path})["runs"];
+  REQUIRE(runs.size() == 4);
   CHECK(runs[0]["name"] == "run.csv");
   CHECK(runs[0]["columns"]["epoch"] == nlohmann::json({1, 2}));
   CHECK(runs[0]["columns"]["seconds"] == nlohmann::json({10.5, 9.5}));
   CHECK(runs[0]["columns"]["images"] == nlohmann::json({6400, 6400}));
   CHECK(runs[1]["error"] == "not written yet (no such file)");
   CHECK(runs[2]["error"].get<std::string>().find("not a --log file") != std::string::npos);
+  CHECK(runs[3]["error"] == "a folder, not a --log file of pitrain train");
 }
 
 TEST_CASE("serve and predict: top classes best first, probabilities summing below 1") {

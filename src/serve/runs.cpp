@@ -1,5 +1,6 @@
 // The --log CSV files of `pitrain train` (header line, then one row an epoch) as JSON columns.
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -29,6 +30,7 @@ nlohmann::json read_log(const std::string& path) {
     run["error"] = why;
     return run;
   };
+  if (std::filesystem::is_directory(path)) return failed("a folder, not a --log file of pitrain train");
   std::ifstream in(path, std::ios::ate);
   if (!in) return failed("not written yet (no such file)");
   if (in.tellg() > kMaxLogBytes) return failed("over 4 MB: not a --log file of pitrain train");
