@@ -12,9 +12,11 @@ else  # Open MPI refuses root unless told twice
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 $sudo apt-get update -q
+# chromium, chromium-driver and python3-selenium: the browser test of `pitrain serve` (~90 s, 125 MB)
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
   g++ meson ninja-build pkg-config openmpi-bin libopenmpi-dev libeigen3-dev libhdf5-dev libcxxopts-dev nlohmann-json3-dev catch2 \
-  libopenblas-dev libpng-dev zlib1g-dev python3 python3-h5py hdf5-tools procps iproute2 dataset-fashion-mnist
+  libcpp-httplib-dev libopenblas-dev libpng-dev zlib1g-dev python3 python3-h5py hdf5-tools procps iproute2 dataset-fashion-mnist \
+  chromium chromium-driver python3-selenium
 [ -f build/build.ninja ] || meson setup build
 meson compile -C build
 

@@ -66,7 +66,7 @@ j = json.loads(sys.stdin.read())
 assert j["ranks"] == 2 and j["batch_per_rank"] == 16 and j["steps"] == 2 * 19, j
 assert j["val_accuracy"] > 0.9 and j["images_per_second"] > 0 and 0 <= j["mpi_share"] <= 1, j
 ' || { fail "train --json"; cat "$work/train"; }
-[ "$(wc -l <"$work/log.csv")" -eq 3 ] && head -n 1 "$work/log.csv" | grep -q "^epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds$" \
+[ "$(wc -l <"$work/log.csv")" -eq 3 ] && head -n 1 "$work/log.csv" | grep -q "^epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images$" \
   || fail "train --log"
 
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 5 --threads 1 >"$work/bar" 2>&1

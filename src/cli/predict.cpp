@@ -1,10 +1,8 @@
-#include <algorithm>
 #include <cstdio>
-#include <numeric>
 
 #include "pitrain/checkpoint.h"
+#include "pitrain/classify.h"
 #include "pitrain/cli.h"
-#include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/image_input.h"
 
@@ -15,23 +13,13 @@ namespace {
 // Top-3 classes of each image or .npy row, printed as they come.
 void predict_files(const std::string& model, const std::vector<std::string>& files) {
   Checkpoint ckpt = load_checkpoint(model);
-  const int classes = ckpt.model.classes(), top = std::min(3, classes);
   for (const auto& file : files) {
     const ImageArray images = read_prediction_input(file);
-    const Split split{images.pixels, std::vector<int32_t>(size_t(images.rows), 0)};
-    BatchLoader loader(split, 1);
-    loader.reset_in_order();
-    for (int64_t i = 0; loader.has_next(); ++i) {
-      const float* logits = ckpt.model.forward(loader.next().x, 1, Context{});
-      std::vector<float> p(logits, logits + classes);
-      softmax_rows(p.data(), 1, classes);
-      std::vector<int> order(static_cast<size_t>(classes));
-      std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int a, int b) { return p[a] > p[b]; });
+    for (int64_t i = 0; i < images.rows; ++i) {
       std::printf("%s", file.c_str());
       if (images.rows > 1) std::printf("[%lld]", (long long)i);
-      for (int k = 0; k < top; ++k)
-        std::printf("  %s %.3f", ckpt.class_names[size_t(order[size_t(k)])].c_str(), p[size_t(order[size_t(k)])]);
+      for (const Guess& g : top_classes(ckpt.model, &images.pixels[size_t(i) * kImagePixels], 3))
+        std::printf("  %s %.3f", ckpt.class_names[size_t(g.label)].c_str(), g.probability);
       std::printf("\n");
     }
   }

@@ -52,7 +52,7 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
   if (speaks && !opts.log_csv.empty()) {
     const bool append = run.resumed_after_step >= 0 && std::ifstream(opts.log_csv).good();
     csv_.open(opts.log_csv, append ? std::ios::app : std::ios::trunc);
-    if (!append) csv_ << "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds\n";
+    if (!append) csv_ << "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images\n";
   }
   if (!progress_) return;
   out_ << "pitrain: " << plural(run.ranks, "rank") << " x " << plural(run.threads, "thread") << ", "
@@ -90,7 +90,7 @@ void TrainReport::end_epoch(const EpochResult& r) {
   steps_run_ += r.steps;
   if (csv_.is_open())
     csv_ << r.epoch << ',' << r.loss << ',' << r.accuracy << ',' << r.val_loss << ',' << r.val_accuracy << ','
-         << r.seconds << ',' << r.mpi_seconds << std::endl;
+         << r.seconds << ',' << r.mpi_seconds << ',' << r.steps * opts_.batch_size * run_.ranks << std::endl;
   if (!progress_) return;
   const std::string line = bar(r.steps) + " - " + fmt("%.0fs", r.seconds) + " " +
                            fmt("%.0fms/step", 1e3 * r.seconds / double(r.steps)) + metrics(r.loss, r.accuracy) +
