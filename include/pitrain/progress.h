@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iosfwd>
 #include <string>
+#include <utility>
 
 #include "pitrain/fit.h"
 
@@ -45,6 +46,20 @@ class TrainReport {
   EpochResult last_;
   double train_seconds_ = 0, mpi_seconds_ = 0;  // over the epochs this run trained
   int64_t bytes_ = 0, steps_run_ = 0;
+};
+
+// For `pitrain elastic` (--progress-file): rank 0 rewrites the file with the steps taken, at
+// the first step and then at most once a second, through a temporary file and a rename, so a
+// reader never sees half a number. A write that fails is tried again a second later: the file
+// is for watching the run, never a reason to stop it.
+class ProgressFile {
+ public:
+  explicit ProgressFile(std::string path) : path_(std::move(path)) {}
+  void update(int64_t step, double seconds_now);
+
+ private:
+  std::string path_;  // "": off
+  double last_write_ = -1e300;
 };
 
 }  // namespace pitrain

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "pitrain/checkpoint.h"
+#include "pitrain/checkpoint_writer.h"
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
 #include "pitrain/guard.h"
@@ -165,11 +166,26 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   BatchLoader loader(run.train.data, o.batch_size);
   threaded.reserve(o.batch_size);
   const std::string checkpoint = o.checkpoint.empty() ? "pitrain-stopped.h5" : o.checkpoint;
-  auto save = [&](const std::string& path) {
-    run_together(comm, [&] {  // all ranks learn that rank 0's checkpoint is on disk, or why not
-      if (rank == 0) save_checkpoint(path, model, *run.opt, state, run.train.class_names);
+  std::optional<CheckpointWriter> writer;  // rank 0's
+  if (rank == 0) writer.emplace(model, *run.opt, run.train.class_names);
+  // All ranks learn that rank 0 has its copy of the state (the file follows in the background,
+  // and a failed write is reported at the next save), or, with `wait`, that the file is on disk.
+  double last_save = now();
+  auto save = [&](const std::string& path, bool wait) {
+    run_together(comm, [&] {
+      if (rank != 0) return;
+      writer->save(path, model, *run.opt, state);
+      if (wait) writer->wait();
     });
+    last_save = now();
   };
+  bool clock_asked = false;  // rank 0 has voted kSaveVote and waits for the vote to come back
+  auto local_vote = [&](int sig) {
+    if (sig || rank != 0 || !o.checkpoint_seconds || clock_asked || now() - last_save < o.checkpoint_seconds) return sig;
+    clock_asked = true;
+    return kSaveVote;
+  };
+  ProgressFile progress_file(rank == 0 ? o.progress_file : "");
   TrainReport report(out, o,
                      RunInfo{ranks, threads, run.train.total_rows, run.val.total_rows,
                              int64_t(run.train.class_names.size()), model.spec(), model.num_params(), spe,
@@ -178,12 +194,14 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   StopSignals signals;
   TrainResult result;
 
-  // The loop: epochs of steps; after each, validation, the log and a checkpoint.
+  // The loop: epochs of steps; after each, validation, the log and a checkpoint. A checkpoint
+  // due by steps or seconds at an epoch's last step is written at its end, after validation.
   for (int epoch = int(state.epoch) + 1; epoch <= o.epochs; ++epoch) {
     const int64_t first_step = std::min(state.epoch_step, spe);
     loader.reset_shuffled(state.seed, rank, epoch, spe, first_step);
     report.start_epoch(epoch, spe);
     EpochMeter meter(comm);
+    bool save_due = false;
     for (int64_t s = first_step; s < spe; ++s) {
       const int64_t step = state.step;
       watchdog.beat(step);
@@ -194,11 +212,20 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       meter.add(r.stats, b.n);
       ++state.step, state.epoch_step = s + 1;
       report.update(s + 1, meter.loss(), meter.accuracy(), meter.seconds(), meter.mpi_share());
-      if (const int sig = sync->agreed_stop(step, signals.requested())) {  // every rank stops at this step
+      progress_file.update(state.step, now());
+      const int vote = sync->agreed_stop(step, local_vote(signals.requested()));
+      if (vote > kSaveVote) {  // a signal: every rank stops at this step
         sync->agree(model.params().data(), step);
-        save(checkpoint);
-        report.stopped(signal_name(sig), state.step, epoch, s + 1, checkpoint);
-        throw Stopped{128 + sig};
+        save(checkpoint, true);
+        report.stopped(signal_name(vote), state.step, epoch, s + 1, checkpoint);
+        throw Stopped{128 + vote};
+      }
+      if (vote == kSaveVote) clock_asked = false;
+      save_due |= vote == kSaveVote || (o.checkpoint_every_steps && state.step % o.checkpoint_every_steps == 0);
+      if (save_due && s + 1 < spe) {
+        sync->agree(model.params().data(), step);  // local SGD: the ranks' common model
+        save(o.checkpoint, false);
+        save_due = false;
       }
     }
     watchdog.beat(state.step);
@@ -209,8 +236,12 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
     report.end_epoch(r);
     result.epochs.push_back(r);
     state.epoch = epoch, state.epoch_step = 0;
-    if (!o.checkpoint.empty() && (epoch % o.checkpoint_every == 0 || epoch == o.epochs)) save(o.checkpoint);
+    if (!o.checkpoint.empty() && (save_due || epoch % o.checkpoint_every == 0 || epoch == o.epochs))
+      save(o.checkpoint, epoch == o.epochs);
   }
+  run_together(comm, [&] {  // an earlier background write's failure, when no save came after it
+    if (rank == 0) writer->wait();
+  });
 
   // The report.
   report.finish(state.epoch, state.step, now() - wall0);
