@@ -62,3 +62,21 @@ emulated_mpirun_args() {
   echo "--mca plm_rsh_agent $root/bench/netns_rsh.sh --mca plm_rsh_no_tree_spawn 1 --mca btl tcp,self" \
     "--mca btl_tcp_if_include $subnet/24 --mca oob_tcp_if_include $subnet/24 -x PITRAIN_CLUSTER"
 }
+
+# emulation_available: true, or false after a SKIP line saying what the machine lacks.
+emulation_available() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP: the emulated cluster needs root (network namespaces, tc, cgroups)"
+    return 1
+  fi
+  local probe=${PITRAIN_CLUSTER}probe
+  if ! ip netns add "$probe" 2>/dev/null; then
+    echo "SKIP: this machine does not allow network namespaces (ip netns add failed)"
+    return 1
+  fi
+  ip netns del "$probe"
+  if [ ! -w /sys/fs/cgroup/cpu ]; then
+    echo "SKIP: no writable cgroup-v1 cpu controller at /sys/fs/cgroup/cpu"
+    return 1
+  fi
+}

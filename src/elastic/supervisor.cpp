@@ -118,9 +118,10 @@ class Supervisor {
       if (!flag_value(args, flag).empty()) throw UsageError(std::string("elastic: leave out ") + flag + ": elastic sets it for each launch");
     const std::string stall = flag_value(args, "--stall-timeout");
     const double stall_timeout = stall.empty() ? 300 : std::atof(stall.c_str());
-    // Rank 0's own watchdog ends a stalled job first; this catches what it cannot see: a stall
-    // in MPI's start-up, or mpirun waiting for a host that is gone.
-    deadline_ = (stall_timeout > 0 ? stall_timeout : 300) + 15;
+    // The ranks' own watchdog ends a stalled job first (and takes up to 6 s to name the ranks
+    // that had not arrived); this catches what it cannot see: a stall in MPI's start-up, or
+    // mpirun waiting, after the ranks have gone, for a daemon on a host that is gone.
+    deadline_ = (stall_timeout > 0 ? stall_timeout : 300) + 8;
     resume_ = flag_value(args, "--resume");
     char dir[] = "/tmp/pitrain-elastic-XXXXXX";
     if (!mkdtemp(dir)) throw Error("cannot make a folder under /tmp for the hostfiles of restarts");
@@ -171,7 +172,7 @@ class Supervisor {
           return 1;
         }
         ++restarts;
-        const std::string what = r.stalled ? (r.reached < 0 ? "start-up stalled (no step in " : "no step for ") +
+        const std::string what = r.stalled ? (r.reached < 0 ? "start-up stalled (no step in " : "stalled (no step for ") +
                                                  std::to_string(int(deadline_)) + " s)"
                                            : "the job failed (exit " + std::to_string(r.code) + ")";
         say("restart " + std::to_string(restarts) + "/" + std::to_string(o_.max_restarts) + ": " + what + "; lost " +
