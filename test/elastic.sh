@@ -28,7 +28,7 @@ elastic() {
   shift
   nsenter --net="/run/netns/$PITRAIN_CLUSTER-hhead" "$PITRAIN" elastic --hostfile "$work/hosts" --probe-timeout 3 --probe-every 2 \
     --mpirun-args "$(emulated_mpirun_args) --bind-to none -x OPENBLAS_NUM_THREADS=1 --mca mpi_yield_when_idle 1" "$@" \
-    -- train --data "$work/d.h5" --model mlp --batch-size 8 --threads 1 --epochs 4 --steps-per-epoch 100 --seed 3 \
+    -- train --data "$work/d.h5" --model mlp --batch-size 32 --threads 1 --epochs 4 --steps-per-epoch 100 --seed 3 \
     --stall-timeout 5 --checkpoint "$work/$name.h5" --checkpoint-every-steps $interval --log "$work/$name.csv" \
     >"$work/$name.out" 2>&1 </dev/null
 }

@@ -21,11 +21,11 @@ std::vector<Host> read_hostfile(const std::string& path);
 void write_hostfile(const std::string& path, const std::vector<Host>& hosts);
 
 // The remote shell mpirun starts its daemons with: `--mca plm_rsh_agent X` in the mpirun
-// arguments, else OMPI_MCA_plm_rsh_agent, else ssh. Split into words.
-std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args);
+// arguments, else OMPI_MCA_plm_rsh_agent, else ssh (in batch mode, with a connect timeout of
+// `timeout_seconds`). Split into words.
+std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args, double timeout_seconds);
 
-// Runs `SHELL HOST true` for every host at once (ssh in batch mode with a connect timeout);
-// answered[i]: host i's command succeeded within timeout_seconds.
+// Runs `SHELL HOST true` for every host at once; answered[i]: host i's command succeeded within timeout_seconds.
 std::vector<bool> probe_hosts(const std::vector<std::string>& shell, const std::vector<Host>& hosts,
                               double timeout_seconds);
 
@@ -33,7 +33,7 @@ struct ElasticOptions {
   std::string hostfile;
   int min_hosts = 1;
   int max_restarts = 3;
-  double probe_timeout = 5;            // seconds a host has to answer
+  double probe_timeout = 3;            // seconds a host has to answer
   double probe_every = 5;              // seconds between probes of lost hosts while the job runs
   std::string mpirun = "mpirun";
   std::vector<std::string> mpirun_args;  // extra arguments, before the program

@@ -32,7 +32,7 @@ struct TrainOptions {
   int checkpoint_every = 1;
   int64_t checkpoint_every_steps = 0;  // also every this many steps (0: not by steps)
   double checkpoint_seconds = 0;       // also when this long has passed since the last (0: not by time)
-  std::string progress_file;    // rank 0 rewrites it with the steps taken, about once a second
+  std::string progress_file;    // rank 0 rewrites it with the steps taken, up to 10 times a second
   std::string resume;
   std::string log_csv;
   bool json = false;

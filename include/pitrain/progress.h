@@ -49,8 +49,8 @@ class TrainReport {
 };
 
 // For `pitrain elastic` (--progress-file): rank 0 rewrites the file with the steps taken, at
-// the first step and then at most once a second, through a temporary file and a rename, so a
-// reader never sees half a number. A write that fails is tried again a second later: the file
+// the first step and then at most ten times a second (some 50 us each), through a temporary file and a rename, so a
+// reader never sees half a number. A write that fails is tried again later: the file
 // is for watching the run, never a reason to stop it.
 class ProgressFile {
  public:

@@ -19,7 +19,7 @@ int elastic(int argc, char** argv) {
     ("hostfile", "Open MPI hostfile of all hosts; the first runs rank 0 (run elastic there)", cxxopts::value(o.hostfile))
     ("min-hosts", "Give up when fewer hosts answer", cxxopts::value(o.min_hosts)->default_value("1"))
     ("max-restarts", "Give up after this many restarts after failures", cxxopts::value(o.max_restarts)->default_value("3"))
-    ("probe-timeout", "Seconds a host has to answer through mpirun's remote shell", cxxopts::value(o.probe_timeout)->default_value("5"))
+    ("probe-timeout", "Seconds a host has to answer through mpirun's remote shell", cxxopts::value(o.probe_timeout)->default_value("3"))
     ("probe-every", "Seconds between asking lost hosts while the job runs", cxxopts::value(o.probe_every)->default_value("5"))
     ("mpirun", "mpirun to run", cxxopts::value(o.mpirun)->default_value("mpirun"))
     ("mpirun-args", "Extra mpirun arguments, e.g. \"--map-by node --bind-to none --mca btl_tcp_if_include wlan0\"",

@@ -59,7 +59,7 @@ int train(int argc, char** argv, Comm& comm) {
      cxxopts::value(o.checkpoint_seconds)->default_value("0"))
     ("resume", "Continue from this checkpoint (any number of ranks)", cxxopts::value(o.resume))
     ("log", "CSV file, one row an epoch", cxxopts::value(o.log_csv))
-    ("progress-file", "Rank 0 rewrites FILE with the steps taken, about once a second (for `pitrain elastic`)",
+    ("progress-file", "Rank 0 rewrites FILE with the steps taken, up to 10 times a second (for `pitrain elastic`)",
      cxxopts::value(o.progress_file))
     ("expect-ranks", "Fail at once unless started as this many ranks", cxxopts::value(o.expect_ranks)->default_value("0"))
     ("stall-timeout", "End the job when a step takes longer than this many seconds (0: never)",

@@ -46,7 +46,7 @@ void write_hostfile(const std::string& path, const std::vector<Host>& hosts) {
   if (!out.flush()) throw Error(path + ": cannot write the hostfile of the restart");
 }
 
-std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args) {
+std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args, double timeout_seconds) {
   std::string agent;
   if (const char* env = std::getenv("OMPI_MCA_plm_rsh_agent")) agent = env;
   for (size_t i = 0; i + 2 < mpirun_args.size(); ++i)
@@ -58,7 +58,8 @@ std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_arg
   for (std::string w; words >> w;) shell.push_back(w);
   if (shell.empty()) shell = {"ssh"};
   if (shell[0] == "ssh" || (shell[0].size() > 4 && shell[0].substr(shell[0].size() - 4) == "/ssh"))
-    shell.insert(shell.end(), {"-o", "BatchMode=yes", "-o", "ConnectTimeout=5"});  // never ask a password
+    shell.insert(shell.end(), {"-o", "BatchMode=yes",  // never ask a password
+                               "-o", "ConnectTimeout=" + std::to_string(std::max(1, int(timeout_seconds)))});
   return shell;
 }
 

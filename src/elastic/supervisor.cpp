@@ -107,7 +107,7 @@ struct Outcome {
 
 class Supervisor {
  public:
-  explicit Supervisor(const ElasticOptions& o) : o_(o), hosts_(read_hostfile(o.hostfile)), shell_(remote_shell(o.mpirun_args)) {
+  explicit Supervisor(const ElasticOptions& o) : o_(o), hosts_(read_hostfile(o.hostfile)), shell_(remote_shell(o.mpirun_args, o.probe_timeout)) {
     const auto& args = o.train_args;
     if (args.empty() || args[0] != "train")
       throw UsageError("elastic: give the training command after `--`: pitrain elastic --hostfile FILE -- train ARGS...");
@@ -118,10 +118,10 @@ class Supervisor {
       if (!flag_value(args, flag).empty()) throw UsageError(std::string("elastic: leave out ") + flag + ": elastic sets it for each launch");
     const std::string stall = flag_value(args, "--stall-timeout");
     const double stall_timeout = stall.empty() ? 300 : std::atof(stall.c_str());
-    // The ranks' own watchdog ends a stalled job first (and takes up to 6 s to name the ranks
-    // that had not arrived); this catches what it cannot see: a stall in MPI's start-up, or
+    // The ranks' own watchdog ends a stalled job first (rank 0 names the ranks that had not
+    // arrived within 4 s more); this catches what it cannot see: a stall in MPI's start-up, or
     // mpirun waiting, after the ranks have gone, for a daemon on a host that is gone.
-    deadline_ = (stall_timeout > 0 ? stall_timeout : 300) + 8;
+    deadline_ = (stall_timeout > 0 ? stall_timeout : 300) + 5;
     resume_ = flag_value(args, "--resume");
     char dir[] = "/tmp/pitrain-elastic-XXXXXX";
     if (!mkdtemp(dir)) throw Error("cannot make a folder under /tmp for the hostfiles of restarts");
@@ -283,7 +283,7 @@ class Supervisor {
   std::vector<Host> hosts_, active_;
   std::vector<std::string> shell_;
   std::string checkpoint_, resume_, dir_;
-  double deadline_ = 315;
+  double deadline_ = 305;
   double failed_at_ = 0;  // when the last failure's last step was seen (0: none pending)
 };
 

@@ -145,7 +145,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
 }
 
 void ProgressFile::update(int64_t step, double seconds_now) {
-  if (path_.empty() || seconds_now - last_write_ < 1) return;
+  if (path_.empty() || seconds_now - last_write_ < 0.1) return;
   last_write_ = seconds_now;
   const std::string tmp = path_ + ".tmp";
   { std::ofstream(tmp) << step << "\n"; }
