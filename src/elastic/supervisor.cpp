@@ -123,12 +123,12 @@ class Supervisor {
     // mpirun waiting, after the ranks have gone, for a daemon on a host that is gone.
     deadline_ = (stall_timeout > 0 ? stall_timeout : 300) + 5;
     resume_ = flag_value(args, "--resume");
-    char dir[] = "/tmp/pitrain-elastic-XXXXXX";
-    if (!mkdtemp(dir)) throw Error("cannot make a folder under /tmp for the hostfiles of restarts");
-    dir_ = dir;
     if (o.min_hosts > int(hosts_.size()))
       throw UsageError("elastic: --min-hosts " + std::to_string(o.min_hosts) + " but " + o.hostfile + " lists " +
                        std::to_string(hosts_.size()) + " hosts");
+    char dir[] = "/tmp/pitrain-elastic-XXXXXX";
+    if (!mkdtemp(dir)) throw Error("cannot make a folder under /tmp for the hostfiles of restarts");
+    dir_ = dir;
   }
   ~Supervisor() {
     std::remove((dir_ + "/hosts").c_str());
