@@ -133,6 +133,7 @@ class Supervisor {
   ~Supervisor() {
     std::remove((dir_ + "/hosts").c_str());
     std::remove((dir_ + "/progress").c_str());
+    std::remove((dir_ + "/progress.stop").c_str());
     rmdir(dir_.c_str());
   }
 
@@ -213,10 +214,6 @@ class Supervisor {
 
   std::vector<std::string> command() const {
     std::vector<std::string> c = {o_.mpirun, "-np", std::to_string(ranks_of(active_)), "--hostfile", dir_ + "/hosts"};
-    bool sigkill_timeout_given = false;
-    for (const auto& a : o_.mpirun_args) sigkill_timeout_given |= a == "odls_base_sigkill_timeout";
-    if (!sigkill_timeout_given)  // the ranks' time to write the checkpoint after SIGINT (Open MPI's default: 1 s)
-      c.insert(c.end(), {"--mca", "odls_base_sigkill_timeout", "30"});
     c.insert(c.end(), o_.mpirun_args.begin(), o_.mpirun_args.end());
     c.push_back(self_path());
     const auto train = without_flag(o_.train_args, "--resume");
@@ -226,9 +223,14 @@ class Supervisor {
     return c;
   }
 
+  // Rank 0 sees the file within a tenth of a second and the ranks stop as on SIGTERM: at an
+  // agreed step, with a checkpoint.
+  void ask_stop() const { std::ofstream(dir_ + "/progress.stop") << "stop\n"; }
+
   Outcome launch() {
     write_hostfile(dir_ + "/hosts", active_);
     std::remove((dir_ + "/progress").c_str());
+    std::remove((dir_ + "/progress.stop").c_str());
     const pid_t pid = start(command());
     Outcome r;
     const double started = now();
@@ -247,9 +249,9 @@ class Supervisor {
         if (r.reached < 0) failed_at_ = 0;
         r.reached = step, r.last_step_at = last_advance = t;
       }
-      if (g_signal && !r.stopped_by) {  // mpirun passes it on as SIGTERM: the ranks save and stop
+      if (g_signal && !r.stopped_by) {
         r.stopped_by = g_signal;
-        kill(pid, SIGINT);
+        ask_stop();
         stop_sent = t;
       }
       if (!stop_sent && t - last_advance > deadline_) {
@@ -257,6 +259,7 @@ class Supervisor {
         kill(-pid, SIGTERM);
         stop_sent = t;
       }
+      if (stop_sent && t - stop_sent > 30) kill(pid, SIGINT);  // no step ends: mpirun's own stop
       if (stop_sent && t - stop_sent > 60) kill(-pid, SIGKILL);
       if (!stop_sent && r.reached >= 0 && !lost().empty() && t >= next_probe) {
         const auto gone = lost();
@@ -269,7 +272,7 @@ class Supervisor {
         }
         if (back) {  // stop with a checkpoint at an agreed step: nothing is lost
           r.took_back = true;
-          kill(pid, SIGINT);
+          ask_stop();
           stop_sent = t;
         }
         next_probe = now() + o_.probe_every;

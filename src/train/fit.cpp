@@ -213,7 +213,8 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       ++state.step, state.epoch_step = s + 1;
       report.update(s + 1, meter.loss(), meter.accuracy(), meter.seconds(), meter.mpi_share());
       progress_file.update(state.step, now());
-      const int vote = sync->agreed_stop(step, local_vote(signals.requested()));
+      const int sig = signals.requested() ? signals.requested() : progress_file.stop_requested() ? SIGTERM : 0;
+      const int vote = sync->agreed_stop(step, local_vote(sig));
       if (vote > kSaveVote) {  // a signal: every rank stops at this step
         sync->agree(model.params().data(), step);
         save(checkpoint, true);

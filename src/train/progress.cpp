@@ -150,6 +150,7 @@ void ProgressFile::update(int64_t step, double seconds_now) {
   const std::string tmp = path_ + ".tmp";
   { std::ofstream(tmp) << step << "\n"; }
   std::rename(tmp.c_str(), path_.c_str());
+  stop_ = access((path_ + ".stop").c_str(), F_OK) == 0;
 }
 
 }  // namespace pitrain
