@@ -2,7 +2,7 @@
 # `pitrain elastic` on 4 emulated hosts (bench/netns_cluster.sh), with real processes: an
 # undisturbed run; a host whose link goes down mid-run and comes back (the run goes on on 3,
 # then takes it back); a host that loses power (its processes SIGKILLed, its link down); two
-# hosts lost with --min-hosts 3 (a clear message, non-zero exit, the checkpoint intact).
+# hosts lost with --min-hosts 3 (a clear message, non-zero exit, the checkpoint intact); Ctrl-C.
 # Needs root, network namespaces and a cgroup-v1 cpu controller; skipped (77) without them.
 set -u
 root=${PITRAIN_SOURCE:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -117,6 +117,23 @@ if [ $rc -ne 0 ] && grep -q "only 2 of 4 hosts answer after the job failed .*--m
 else
   fail "two hosts lost: exit $rc"
   cat "$work/two.out"
+fi
+ip -n "$(ns 2)" link set dev eth0 up
+ip -n "$(ns 4)" link set dev eth0 up
+
+# 5. Ctrl-C on elastic: the ranks stop at an agreed step with a checkpoint; exit 130.
+elastic int &
+job=$!
+wait_first_epoch int
+pkill -INT -f "elastic --hostfile $work/hosts"
+wait $job
+rc=$?
+if [ $rc -eq 130 ] && grep -q "stopped by SIGINT; .*int.h5 holds step [0-9]*; continue with the same command plus --resume" "$work/int.out" &&
+  grep -q "^pitrain: stopped by SIGTERM after step" "$work/int.out"; then
+  ok "Ctrl-C: exit 130, $(grep -o 'int.h5 holds step [0-9]*' "$work/int.out")"
+else
+  fail "Ctrl-C: exit $rc"
+  cat "$work/int.out"
 fi
 echo "elastic tests: $failures failure(s)"
 [ $failures -eq 0 ]

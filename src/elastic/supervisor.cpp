@@ -147,7 +147,8 @@ class Supervisor {
       const Outcome r = launch();
       if (r.stopped_by) {
         say("stopped by " + std::string(r.stopped_by == SIGINT ? "SIGINT" : "SIGTERM") + "; " + checkpoint_ + " holds step " +
-            std::to_string(checkpoint_step(checkpoint_)) + "; run the same command to continue");
+            std::to_string(checkpoint_step(checkpoint_)) + "; continue with the same command plus --resume " +
+            checkpoint_ + " among the train arguments");
         return 128 + r.stopped_by;
       }
       if (r.code == 0) return 0;  // the training completed
