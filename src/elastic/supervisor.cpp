@@ -144,7 +144,7 @@ class Supervisor {
     if (int(active_.size()) < o_.min_hosts) return give_up("at the start");
     if (active_.size() < hosts_.size()) say("starting without " + names(lost()) + " (no answer); taken back when they answer");
     for (int restarts = 0;;) {
-      const Outcome r = launch();
+      const Outcome r = g_signal ? Outcome{0, -1, 0, false, false, g_signal} : launch();  // Ctrl-C while probing
       if (r.stopped_by) {
         say("stopped by " + std::string(r.stopped_by == SIGINT ? "SIGINT" : "SIGTERM") + "; " + checkpoint_ + " holds step " +
             std::to_string(checkpoint_step(checkpoint_)) + "; continue with the same command plus --resume " +
