@@ -42,25 +42,32 @@ struct Run {
   bool resumed;
 };
 
-// Loads this rank's slices and the checkpoint to resume (all ranks fail together), or makes
-// fresh weights on rank 0; then every rank starts from rank 0's weights.
+// Loads this rank's slices, and on rank 0 the checkpoint to resume (all ranks fail together),
+// or makes fresh weights on rank 0; then every rank starts from rank 0's weights. Only rank 0
+// reads the checkpoint: on Pis it is on rank 0's disk alone (pitrain elastic restarts on other
+// hosts), so the others take its model, run state and optimizer state from rank 0.
 Run start_run(const TrainOptions& o, Comm& comm) {
   RankSlice train, val;
-  std::optional<Checkpoint> ckpt;
-  std::optional<Model> model;
+  std::optional<Checkpoint> ckpt;  // rank 0's
+  std::string spec = o.model;
   run_together(comm, [&] {
     train = load_rank_slice(o.data, "train", comm.rank(), comm.size());
     val = load_rank_slice(o.data, "val", comm.rank(), comm.size());
-    if (!o.resume.empty()) {
+    if (!o.resume.empty() && comm.rank() == 0) {
       ckpt.emplace(load_checkpoint(o.resume));
       if (ckpt->class_names != train.class_names)
         throw Error(o.resume + ": checkpoint classes differ from " + o.data + "'s class_names; resume on the same data");
       if (!o.model.empty() && Model(o.model, int(train.class_names.size())).spec() != ckpt->model.spec())
         throw Error(o.resume + ": checkpoint holds the model " + ckpt->model.spec() + ", not --model " + o.model +
                     "; leave out --model to continue it, or start a new run without --resume");
+      spec = ckpt->model.spec();
     }
+  });
+  if (!o.resume.empty()) comm.broadcast(spec);
+  std::optional<Model> model;
+  run_together(comm, [&] {
     // Inside: a model too large for this machine's memory may fail on some ranks only.
-    model.emplace(ckpt ? std::move(ckpt->model) : Model(o.model, int(train.class_names.size())));
+    model.emplace(ckpt ? std::move(ckpt->model) : Model(spec, int(train.class_names.size())));
     check_fits_memory("--batch-size " + std::to_string(o.batch_size) + " with this model",
                       double(o.batch_size) * double(activation_floats(*model)) * sizeof(float),
                       "use a smaller --batch-size");
@@ -73,14 +80,22 @@ Run start_run(const TrainOptions& o, Comm& comm) {
   });
   auto opt = make_optimizer(o.optimizer, model->num_params(), o.momentum);
   RunState state{0, 0, 0, o.seed};
-  if (ckpt) {
-    restore_optimizer(*ckpt, *opt, o.resume);
-    state = ckpt->state;
+  if (!o.resume.empty()) {
+    run_together(comm, [&] {
+      if (ckpt) restore_optimizer(*ckpt, *opt, o.resume);
+    });
+    if (ckpt) state = ckpt->state;
+    uint64_t counts[5] = {uint64_t(state.epoch), uint64_t(state.step), uint64_t(state.epoch_step), state.seed,
+                          uint64_t(opt->iterations)};
+    comm.broadcast(counts, 5);
+    state = RunState{int64_t(counts[0]), int64_t(counts[1]), int64_t(counts[2]), counts[3]};
+    opt->iterations = int64_t(counts[4]);
+    for (auto& [name, buf] : opt->state()) comm.broadcast(buf->data(), int64_t(buf->size()));
   } else if (comm.rank() == 0) {
     model->init_params(o.seed);
   }
   comm.broadcast(model->params().data(), model->num_params());
-  return Run{std::move(train), std::move(val), std::move(*model), std::move(opt), state, ckpt.has_value()};
+  return Run{std::move(train), std::move(val), std::move(*model), std::move(opt), state, !o.resume.empty()};
 }
 
 // Stops the job on a NaN or Inf before it reaches a checkpoint. Where the gradients were the
