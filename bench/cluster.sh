@@ -57,28 +57,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-# shellcheck source=bench/netns_link.sh
-. "$root/bench/netns_link.sh"
+# shellcheck source=bench/netns_cluster.sh
+. "$root/bench/netns_cluster.sh"
 mkdir -p "$out/logs"  # every run's output: $out/logs/TRAINER-MODEL-PROFILE-HOSTS-RUN.log
 work=$(mktemp -d /tmp/pitrain-cluster-XXXXXX)
-export PITRAIN_CLUSTER=${PITRAIN_CLUSTER:-ptc$$}  # names of this run's namespaces and cgroups
-subnet=10.77.$(($$ % 200)).0
-net=${subnet%.0}
-
-# --- the emulated cluster ---------------------------------------------------------------------
-namespaces=()
-teardown() {
-  for ns in "${namespaces[@]}"; do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-  done
-  for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
-  for cg in /sys/fs/cgroup/cpu/"$PITRAIN_CLUSTER"-*; do
-    [ -d "$cg" ] || continue
-    while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done <"$cg/cgroup.procs"
-    rmdir "$cg" 2>/dev/null || true
-  done
-  namespaces=()
-}
 trap 'teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -86,51 +68,6 @@ trap 'exit 143' TERM
 rate_of() {
   case $1 in wlan | wlan-cell) echo 20 ;; ethernet) echo 100 ;; gigabit) echo 1000 ;; *mbit) echo "${1%mbit}" ;;
     *) echo "bench/cluster.sh: unknown profile $1 (wlan, wlan-cell, ethernet, gigabit or RATEmbit)" >&2; exit 2 ;; esac
-}
-
-# make_cluster N MBIT [cell]: hosts h1..hN at $net.11.., a head namespace at $net.2 that runs
-# mpirun. Each host has its own MBIT link, or with `cell` all hosts share one WLAN cell of MBIT:
-# every frame from a host passes one common tbf bucket (an ifb device in the switch namespace),
-# at half the rate, since in infrastructure mode each frame crosses the air twice.
-make_cluster() {
-  local n=$1 mbit=$2 cell=${3:-} br=$PITRAIN_CLUSTER-br
-  ip netns add "$br"
-  namespaces+=("$br")
-  ip -n "$br" link add br0 type bridge
-  ip -n "$br" link set br0 up
-  if [ -n "$cell" ]; then
-    ip -n "$br" link add ifb0 type ifb
-    ip -n "$br" link set ifb0 up
-    shape_egress "$br" ifb0 $((mbit / 2))
-  fi
-  for i in head $(seq "$n"); do
-    local ns=$PITRAIN_CLUSTER-h$i addr
-    [ "$i" = head ] && addr=$net.2 || addr=$net.$((10 + i))
-    ip netns add "$ns"
-    namespaces+=("$ns")
-    ip -n "$br" link add "p$i" type veth peer name eth0 netns "$ns"
-    ip -n "$br" link set "p$i" master br0 up
-    ip -n "$ns" addr add "$addr/24" dev eth0
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" link set lo up
-    use_reno "$ns"
-    [ "$i" = head ] && continue
-    if [ -n "$cell" ]; then  # the host's frames into the air: the cell's one bucket
-      tc -n "$br" qdisc add dev "p$i" handle ffff: ingress
-      tc -n "$br" filter add dev "p$i" parent ffff: protocol all u32 match u32 0 0 action mirred egress redirect dev ifb0
-    else  # the host's link, both directions: its own egress and its switch port's
-      shape_egress "$ns" eth0 "$mbit"
-      shape_egress "$br" "p$i" "$mbit"
-    fi
-    local cg=/sys/fs/cgroup/cpu/$ns
-    mkdir -p "$cg"
-    echo 10000 >"$cg/cpu.cfs_period_us"  # 10 ms: a 100 ms period stalls spinning MPI ranks
-    awk -v c="$cpu" 'BEGIN { printf "%d\n", c * 10000 }' >"$cg/cpu.cfs_quota_us"
-  done
-}
-
-emulated_hostfile() {  # emulated_hostfile N
-  for i in $(seq "$1"); do echo "$net.$((10 + i)) slots=1"; done
 }
 
 # --- one training run -------------------------------------------------------------------------
@@ -142,9 +79,8 @@ launch() {
   local args=(-np "$n" --hostfile "$hf" --map-by node --bind-to none --mca mpi_yield_when_idle 1
     -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
   if [ -z "$hostfile" ]; then
-    args+=(--mca plm_rsh_agent "$root/bench/netns_rsh.sh" --mca plm_rsh_no_tree_spawn 1 --mca btl tcp,self
-      --mca btl_tcp_if_include "$subnet/24" --mca oob_tcp_if_include "$subnet/24"
-      -x PITRAIN_CLUSTER -x MASTER_ADDR="$net.11" -x GLOO_SOCKET_IFNAME=eth0)
+    # shellcheck disable=SC2207
+    args+=($(emulated_mpirun_args) -x MASTER_ADDR="$net.11" -x GLOO_SOCKET_IFNAME=eth0)
     # shellcheck disable=SC2086
     timeout --foreground "$max_seconds" nsenter --net="/run/netns/$PITRAIN_CLUSTER-hhead" mpirun "${args[@]}" $extra "$@" </dev/null
   else

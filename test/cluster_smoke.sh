@@ -3,20 +3,10 @@
 # namespaces; skipped (exit 77) where the machine does not allow them.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: the emulated cluster needs root (network namespaces, tc, cgroups)"
-  exit 77
-fi
-probe=ptcprobe$$
-if ! ip netns add "$probe" 2>/dev/null; then
-  echo "SKIP: this machine does not allow network namespaces (ip netns add failed)"
-  exit 77
-fi
-ip netns del "$probe"
-if [ ! -w /sys/fs/cgroup/cpu ]; then
-  echo "SKIP: no writable cgroup-v1 cpu controller at /sys/fs/cgroup/cpu"
-  exit 77
-fi
+root=$here cpu=0.5
+# shellcheck source=bench/netns_cluster.sh
+. "$here/bench/netns_cluster.sh"
+emulation_available || exit 77
 out=$(mktemp -d /tmp/pitrain-smoke-XXXXXX)
 trap 'rm -rf "$out"' EXIT
 export PITRAIN_CLUSTER=ptcsmoke$$

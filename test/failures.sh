@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Failures while running, on real processes under mpirun: SIGTERM mid-epoch (checkpoint, exit
-# 143, resume equals an uninterrupted run), a stalled rank (watchdog), kill -9 of one rank (the
-# job ends; resume on fewer ranks), kill -9 while checkpoints are written (the last one always
-# loads), and NaN (stops, the checkpoint stays as it was). Needs $PITRAIN and h5diff.
+# 143, resume equals an uninterrupted run, also with the checkpoint on rank 0's disk only), a
+# stalled rank (watchdog), kill -9 of one rank (the job ends; resume on fewer ranks), kill -9
+# while checkpoints are written (the last one always loads), and NaN (stops, the checkpoint
+# stays as it was). Needs $PITRAIN and h5diff.
 set -u
 PITRAIN=${PITRAIN:?set PITRAIN to the pitrain binary}
 work=$(mktemp -d /tmp/pitrain-fail-XXXXXX)
@@ -53,6 +54,17 @@ mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch 400 --checkpoint
   >/dev/null 2>&1 || fail "resume after SIGTERM"
 h5diff -q "$work/full.h5" "$work/cut.h5" /model_weights && ok "resumed weights equal the uninterrupted run's" \
   || fail "resumed weights differ from the uninterrupted run's"
+# Only rank 0 reads the checkpoint (on Pis it is on rank 0's disk alone): rank 1 runs in a
+# folder without it and resumes to the same weights.
+mkdir -p "$work/r0" "$work/r1"
+cp "$work/full.h5" "$work/r0/ck.h5"
+cp "$work/full.h5" "$work/both.h5"
+more=(--epochs 4 --steps-per-epoch 400)
+mpi -np 1 --wdir "$work/r0" "$PITRAIN" "${train[@]}" "${more[@]}" --resume ck.h5 --checkpoint ck.h5 : \
+  -np 1 --wdir "$work/r1" "$PITRAIN" "${train[@]}" "${more[@]}" --resume ck.h5 --checkpoint ck.h5 >"$work/r0.out" 2>&1 &&
+  mpi -np 2 "$PITRAIN" "${train[@]}" "${more[@]}" --resume "$work/both.h5" --checkpoint "$work/both.h5" >/dev/null 2>&1 &&
+  h5diff -q "$work/r0/ck.h5" "$work/both.h5" /model_weights && [ ! -f "$work/r1/ck.h5" ] &&
+  ok "resume with the checkpoint on rank 0's disk only" || { fail "resume with the checkpoint on rank 0 only"; cat "$work/r0.out"; }
 
 "$PITRAIN" "${train[@]}" --epochs 50 >"$work/int.out" 2>&1 &
 job=$!

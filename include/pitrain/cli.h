@@ -15,10 +15,13 @@ int train(int argc, char** argv, Comm& comm);
 int evaluate(int argc, char** argv, Comm& comm);
 int predict(int argc, char** argv, Comm& comm);
 int serve(int argc, char** argv, Comm& comm);
+// Not under MPI: main runs it before MPI_Init (it starts mpirun itself).
+int elastic(int argc, char** argv);
 
 // Parses, turning cxxopts' exceptions into UsageError. Returns false after printing --help
-// (rank 0), in which case the subcommand returns 0.
+// (rank 0, or where `speaks`), in which case the subcommand returns 0.
 bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result);
+bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks, cxxopts::ParseResult& result);
 
 // UsageError(message) unless ok.
 void require(bool ok, const std::string& message);

@@ -17,6 +17,8 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
   void broadcast(float* data, int64_t n, int root = 0);
+  void broadcast(uint64_t* data, int n, int root = 0);
+  void broadcast(std::string& text, int root = 0);  // resized to the root's
   void allreduce_sum(double* data, int64_t n);  // in place
   // Non-blocking: recv = every rank's send combined with `op` (send may be MPI_IN_PLACE). Large
   // buffers should not be in place: Open MPI's libnbc then sends them through a binomial tree

@@ -30,6 +30,9 @@ struct TrainOptions {
   int threads = 0;              // 0: the node's cores / ranks on the node
   std::string checkpoint;       // written every checkpoint_every epochs and at the end
   int checkpoint_every = 1;
+  int64_t checkpoint_every_steps = 0;  // also every this many steps (0: not by steps)
+  double checkpoint_seconds = 0;       // also when this long has passed since the last (0: not by time)
+  std::string progress_file;    // rank 0 rewrites it with the steps taken, up to 10 times a second
   std::string resume;
   std::string log_csv;
   bool json = false;

@@ -24,6 +24,9 @@ class StopSignals {
 
 // The ranks agree on stopping at the steps where they communicate anyway: a vote started at
 // one such step is read at the next, so it never waits on the network by itself.
+// The vote also carries rank 0's clock for --checkpoint-seconds: kSaveVote (1, below SIGINT's
+// and SIGTERM's numbers, so a signal wins) asks every rank to save at the same step and go on.
+constexpr int kSaveVote = 1;
 class StopVote {
  public:
   explicit StopVote(Comm& comm) : comm_(comm) {}

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iosfwd>
 #include <string>
+#include <utility>
 
 #include "pitrain/fit.h"
 
@@ -46,6 +47,26 @@ class TrainReport {
   EpochResult last_;
   double train_seconds_ = 0, mpi_seconds_ = 0;  // over the epochs this run trained
   int64_t bytes_ = 0, collectives_ = 0, steps_run_ = 0;
+};
+
+// For `pitrain elastic` (--progress-file): rank 0 rewrites the file with the steps taken, at
+// the first step and then at most ten times a second (some 50 us each), through a temporary file and a rename, so a
+// reader never sees half a number. A write that fails is tried again later: the file
+// is for watching the run, never a reason to stop it.
+// The same channel runs back: once FILE.stop exists (elastic makes it to take a host back or on
+// Ctrl-C), stop_requested() is true and rank 0 votes for a stop with a checkpoint, as on
+// SIGTERM. mpirun's own signal forwarding is no substitute: with a grace period long enough
+// for the checkpoint, mpirun waits all of it even after the ranks are gone.
+class ProgressFile {
+ public:
+  explicit ProgressFile(std::string path) : path_(std::move(path)) {}
+  void update(int64_t step, double seconds_now);
+  bool stop_requested() const { return stop_; }
+
+ private:
+  std::string path_;  // "": off
+  double last_write_ = -1e300;
+  bool stop_ = false;
 };
 
 }  // namespace pitrain

@@ -20,6 +20,7 @@ const char* kUsage =
     "  evaluate  loss, accuracy, per-class accuracy and confusion matrix of a checkpoint\n"
     "  predict   top-3 classes of 28x28 PGM/PNG images or .npy rows\n"
     "  serve     play in the browser: draw, the model guesses; training curves of --log files\n"
+    "  elastic   run `mpirun ... train` and resume on the hosts that answer when it fails (not under mpirun)\n"
     "`pitrain <command> --help` lists each command's options.\n";
 
 int dispatch(int argc, char** argv, pitrain::Comm& comm) {
@@ -40,11 +41,25 @@ int dispatch(int argc, char** argv, pitrain::Comm& comm) {
   return it->second(argc - 1, argv + 1, comm);
 }
 
+// `pitrain elastic` starts mpirun itself: it must not be an MPI process (no MPI_Init).
+int elastic_main(int argc, char** argv) {
+  try {
+    return pitrain::cli::elastic(argc, argv);
+  } catch (const pitrain::UsageError& e) {
+    std::cerr << "pitrain: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "pitrain: error: " << pitrain::failure_text(e) << std::endl;
+    return 1;
+  }
+}
+
 }  // namespace
 
 // Every rank can fail alone: an error that only this rank saw ends the whole job (MPI_Abort)
 // with its message, instead of leaving the other ranks waiting in a collective.
 int main(int argc, char** argv) {
+  if (argc > 1 && !std::strcmp(argv[1], "elastic")) return elastic_main(argc - 1, argv + 1);
   int threads = 0;  // MULTIPLE lets the stall watchdog's thread report to rank 0
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
   pitrain::Comm comm;

@@ -7,6 +7,10 @@
 namespace pitrain::cli {
 
 bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result) {
+  return parse(options, argc, argv, comm.rank() == 0, result);
+}
+
+bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks, cxxopts::ParseResult& result) {
   options.add_options()("h,help", "Show this help");
   try {
     result = options.parse(argc, argv);
@@ -14,7 +18,7 @@ bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, c
     throw UsageError(options.program() + ": " + e.what() + "; see `pitrain " + options.program() + " --help`");
   }
   if (result.count("help")) {
-    if (comm.rank() == 0) std::cout << options.help() << std::flush;
+    if (speaks) std::cout << options.help() << std::flush;
     return false;
   }
   if (!result.unmatched().empty())

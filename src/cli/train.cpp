@@ -20,6 +20,11 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(o.threads >= 0 && o.threads <= 1024, "--threads must be 0 (automatic) or 1 to 1024, got " + std::to_string(o.threads));
   require(o.expect_ranks >= 0, "--expect-ranks must be 0 (any) or positive, got " + std::to_string(o.expect_ranks));
   require(o.checkpoint_every > 0, "--checkpoint-every must be a positive number of epochs");
+  require(o.checkpoint_every_steps >= 0, "--checkpoint-every-steps must be 0 (off) or a positive number of steps");
+  require(o.checkpoint_seconds >= 0 && std::isfinite(o.checkpoint_seconds),
+          "--checkpoint-seconds must be 0 (off) or a positive number of seconds");
+  require(!o.checkpoint.empty() || (!o.checkpoint_every_steps && !o.checkpoint_seconds),
+          "--checkpoint-every-steps and --checkpoint-seconds need --checkpoint FILE to write to");
   require(o.stall_timeout >= 0, "--stall-timeout must be 0 (off) or a positive number of seconds");
   require_choice("--grad-dtype", r["grad-dtype"].as<std::string>(), wire_type_names());
   require(o.sync.sync_every >= 1, "--sync-every must be a positive number of steps");
@@ -55,8 +60,14 @@ int train(int argc, char** argv, Comm& comm) {
     ("threads", "Compute threads a rank (0 = cores / ranks on the node)", cxxopts::value(o.threads)->default_value("0"))
     ("checkpoint", "Checkpoint file, written atomically by rank 0", cxxopts::value(o.checkpoint))
     ("checkpoint-every", "Epochs between checkpoints (and always at the end)", cxxopts::value(o.checkpoint_every)->default_value("1"))
+    ("checkpoint-every-steps", "Also a checkpoint every N steps, written while training goes on (0: off)",
+     cxxopts::value(o.checkpoint_every_steps)->default_value("0"))
+    ("checkpoint-seconds", "Also a checkpoint once S seconds have passed since the last (0: off)",
+     cxxopts::value(o.checkpoint_seconds)->default_value("0"))
     ("resume", "Continue from this checkpoint (any number of ranks)", cxxopts::value(o.resume))
     ("log", "CSV file, one row an epoch", cxxopts::value(o.log_csv))
+    ("progress-file", "Rank 0 rewrites FILE with the steps taken, up to 10 times a second (for `pitrain elastic`)",
+     cxxopts::value(o.progress_file))
     ("expect-ranks", "Fail at once unless started as this many ranks", cxxopts::value(o.expect_ranks)->default_value("0"))
     ("stall-timeout", "End the job when a step takes longer than this many seconds (0: never)",
      cxxopts::value(o.stall_timeout)->default_value("300"))

@@ -41,6 +41,19 @@ void Comm::broadcast(float* data, int64_t n, int root) {
   in_chunks(n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, comm_); });
 }
 
+void Comm::broadcast(uint64_t* data, int n, int root) {
+  InMpi timed(*this);
+  MPI_Bcast(data, n, MPI_UINT64_T, root, comm_);
+}
+
+void Comm::broadcast(std::string& text, int root) {
+  uint64_t size = text.size();
+  broadcast(&size, 1, root);
+  text.resize(size_t(size));
+  InMpi timed(*this);
+  MPI_Bcast(text.data(), int(size), MPI_CHAR, root, comm_);
+}
+
 void Comm::allreduce_sum(double* data, int64_t n) {
   if (size_ == 1) return;
   InMpi timed(*this);

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "pitrain/checkpoint.h"
+#include "pitrain/checkpoint_writer.h"
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
 #include "pitrain/guard.h"
@@ -41,25 +42,32 @@ struct Run {
   bool resumed;
 };
 
-// Loads this rank's slices and the checkpoint to resume (all ranks fail together), or makes
-// fresh weights on rank 0; then every rank starts from rank 0's weights.
+// Loads this rank's slices, and on rank 0 the checkpoint to resume (all ranks fail together),
+// or makes fresh weights on rank 0; then every rank starts from rank 0's weights. Only rank 0
+// reads the checkpoint: on Pis it is on rank 0's disk alone (pitrain elastic restarts on other
+// hosts), so the others take its model, run state and optimizer state from rank 0.
 Run start_run(const TrainOptions& o, Comm& comm) {
   RankSlice train, val;
-  std::optional<Checkpoint> ckpt;
-  std::optional<Model> model;
+  std::optional<Checkpoint> ckpt;  // rank 0's
+  std::string spec = o.model;
   run_together(comm, [&] {
     train = load_rank_slice(o.data, "train", comm.rank(), comm.size());
     val = load_rank_slice(o.data, "val", comm.rank(), comm.size());
-    if (!o.resume.empty()) {
+    if (!o.resume.empty() && comm.rank() == 0) {
       ckpt.emplace(load_checkpoint(o.resume));
       if (ckpt->class_names != train.class_names)
         throw Error(o.resume + ": checkpoint classes differ from " + o.data + "'s class_names; resume on the same data");
       if (!o.model.empty() && Model(o.model, int(train.class_names.size())).spec() != ckpt->model.spec())
         throw Error(o.resume + ": checkpoint holds the model " + ckpt->model.spec() + ", not --model " + o.model +
                     "; leave out --model to continue it, or start a new run without --resume");
+      spec = ckpt->model.spec();
     }
+  });
+  if (!o.resume.empty()) comm.broadcast(spec);
+  std::optional<Model> model;
+  run_together(comm, [&] {
     // Inside: a model too large for this machine's memory may fail on some ranks only.
-    model.emplace(ckpt ? std::move(ckpt->model) : Model(o.model, int(train.class_names.size())));
+    model.emplace(ckpt ? std::move(ckpt->model) : Model(spec, int(train.class_names.size())));
     check_fits_memory("--batch-size " + std::to_string(o.batch_size) + " with this model",
                       double(o.batch_size) * double(activation_floats(*model)) * sizeof(float),
                       "use a smaller --batch-size");
@@ -72,14 +80,22 @@ Run start_run(const TrainOptions& o, Comm& comm) {
   });
   auto opt = make_optimizer(o.optimizer, model->num_params(), o.momentum);
   RunState state{0, 0, 0, o.seed};
-  if (ckpt) {
-    restore_optimizer(*ckpt, *opt, o.resume);
-    state = ckpt->state;
+  if (!o.resume.empty()) {
+    run_together(comm, [&] {
+      if (ckpt) restore_optimizer(*ckpt, *opt, o.resume);
+    });
+    if (ckpt) state = ckpt->state;
+    uint64_t counts[5] = {uint64_t(state.epoch), uint64_t(state.step), uint64_t(state.epoch_step), state.seed,
+                          uint64_t(opt->iterations)};
+    comm.broadcast(counts, 5);
+    state = RunState{int64_t(counts[0]), int64_t(counts[1]), int64_t(counts[2]), counts[3]};
+    opt->iterations = int64_t(counts[4]);
+    for (auto& [name, buf] : opt->state()) comm.broadcast(buf->data(), int64_t(buf->size()));
   } else if (comm.rank() == 0) {
     model->init_params(o.seed);
   }
   comm.broadcast(model->params().data(), model->num_params());
-  return Run{std::move(train), std::move(val), std::move(*model), std::move(opt), state, ckpt.has_value()};
+  return Run{std::move(train), std::move(val), std::move(*model), std::move(opt), state, !o.resume.empty()};
 }
 
 // Stops the job on a NaN or Inf before it reaches a checkpoint. Where the gradients were the
@@ -185,11 +201,26 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), sync_choice.opts, matrices);
   BatchLoader loader(run.train.data, o.batch_size);
   const std::string checkpoint = o.checkpoint.empty() ? "pitrain-stopped.h5" : o.checkpoint;
-  auto save = [&](const std::string& path) {
-    run_together(comm, [&] {  // all ranks learn that rank 0's checkpoint is on disk, or why not
-      if (rank == 0) save_checkpoint(path, model, *run.opt, state, run.train.class_names);
+  std::optional<CheckpointWriter> writer;  // rank 0's
+  if (rank == 0) writer.emplace(model, *run.opt, run.train.class_names);
+  // All ranks learn that rank 0 has its copy of the state (the file follows in the background,
+  // and a failed write is reported at the next save), or, with `wait`, that the file is on disk.
+  double last_save = now();
+  auto save = [&](const std::string& path, bool wait) {
+    run_together(comm, [&] {
+      if (rank != 0) return;
+      writer->save(path, model, *run.opt, state);
+      if (wait) writer->wait();
     });
+    last_save = now();
   };
+  bool clock_asked = false;  // rank 0 has voted kSaveVote and waits for the vote to come back
+  auto local_vote = [&](int sig) {
+    if (sig || rank != 0 || !o.checkpoint_seconds || clock_asked || now() - last_save < o.checkpoint_seconds) return sig;
+    clock_asked = true;
+    return kSaveVote;
+  };
+  ProgressFile progress_file(rank == 0 ? o.progress_file : "");
   TrainReport report(out, o,
                      RunInfo{ranks, threads, run.train.total_rows, run.val.total_rows,
                              int64_t(run.train.class_names.size()), model.spec(), model.num_params(), spe,
@@ -198,12 +229,14 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   StopSignals signals;
   TrainResult result;
 
-  // The loop: epochs of steps; after each, validation, the log and a checkpoint.
+  // The loop: epochs of steps; after each, validation, the log and a checkpoint. A checkpoint
+  // due by steps or seconds at an epoch's last step is written at its end, after validation.
   for (int epoch = int(state.epoch) + 1; epoch <= o.epochs; ++epoch) {
     const int64_t first_step = std::min(state.epoch_step, spe);
     loader.reset_shuffled(state.seed, rank, epoch, spe, first_step);
     report.start_epoch(epoch, spe);
     EpochMeter meter(comm);
+    bool save_due = false;
     for (int64_t s = first_step; s < spe; ++s) {
       const int64_t step = state.step;
       watchdog.beat(step);
@@ -214,11 +247,21 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       meter.add(r.stats, b.n);
       ++state.step, state.epoch_step = s + 1;
       report.update(s + 1, meter.loss(), meter.accuracy(), meter.seconds(), meter.mpi_share());
-      if (const int sig = sync->agreed_stop(step, signals.requested())) {  // every rank stops at this step
+      progress_file.update(state.step, now());
+      const int sig = signals.requested() ? signals.requested() : progress_file.stop_requested() ? SIGTERM : 0;
+      const int vote = sync->agreed_stop(step, local_vote(sig));
+      if (vote > kSaveVote) {  // a signal: every rank stops at this step
         sync->agree(model.params().data(), step);
-        save(checkpoint);
-        report.stopped(signal_name(sig), state.step, epoch, s + 1, checkpoint);
-        throw Stopped{128 + sig};
+        save(checkpoint, true);
+        report.stopped(signal_name(vote), state.step, epoch, s + 1, checkpoint);
+        throw Stopped{128 + vote};
+      }
+      if (vote == kSaveVote) clock_asked = false;
+      save_due |= vote == kSaveVote || (o.checkpoint_every_steps && state.step % o.checkpoint_every_steps == 0);
+      if (save_due && s + 1 < spe) {
+        sync->agree(model.params().data(), step);  // local SGD: the ranks' common model
+        save(o.checkpoint, false);
+        save_due = false;
       }
     }
     watchdog.beat(state.step);
@@ -229,8 +272,12 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
     report.end_epoch(r);
     result.epochs.push_back(r);
     state.epoch = epoch, state.epoch_step = 0;
-    if (!o.checkpoint.empty() && (epoch % o.checkpoint_every == 0 || epoch == o.epochs)) save(o.checkpoint);
+    if (!o.checkpoint.empty() && (save_due || epoch % o.checkpoint_every == 0 || epoch == o.epochs))
+      save(o.checkpoint, epoch == o.epochs);
   }
+  run_together(comm, [&] {  // an earlier background write's failure, when no save came after it
+    if (rank == 0) writer->wait();
+  });
 
   // The report.
   report.finish(state.epoch, state.step, now() - wall0);

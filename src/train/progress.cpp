@@ -151,4 +151,13 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
   out_ << j.dump() << "\n";
 }
 
+void ProgressFile::update(int64_t step, double seconds_now) {
+  if (path_.empty() || seconds_now - last_write_ < 0.1) return;
+  last_write_ = seconds_now;
+  const std::string tmp = path_ + ".tmp";
+  { std::ofstream(tmp) << step << "\n"; }
+  std::rename(tmp.c_str(), path_.c_str());
+  stop_ = access((path_ + ".stop").c_str(), F_OK) == 0;
+}
+
 }  // namespace pitrain

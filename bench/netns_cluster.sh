@@ -1,0 +1,94 @@
+# Sourced by bench/cluster.sh and the tests of the emulated cluster (see bench/cluster.sh's
+# header): hosts h1..hN as network namespaces on a bridge, each link shaped, each host a CPU
+# quota; mpirun runs in the head namespace and reaches the hosts through bench/netns_rsh.sh.
+# Needs $root (the source folder) and $cpu (cores a host). Names carry $PITRAIN_CLUSTER, which
+# holds this shell's PID, so runs of other users do not collide.
+# shellcheck source=bench/netns_link.sh
+. "$root/bench/netns_link.sh"
+export PITRAIN_CLUSTER=${PITRAIN_CLUSTER:-ptc$$}  # names of this run's namespaces and cgroups
+subnet=10.77.$(($$ % 200)).0
+net=${subnet%.0}
+
+namespaces=()
+teardown() {
+  for ns in "${namespaces[@]}"; do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  done
+  for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  for cg in /sys/fs/cgroup/cpu/"$PITRAIN_CLUSTER"-*; do
+    [ -d "$cg" ] || continue
+    while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done <"$cg/cgroup.procs"
+    rmdir "$cg" 2>/dev/null || true
+  done
+  namespaces=()
+}
+
+# make_cluster N MBIT [cell]: hosts h1..hN at $net.11.., a head namespace at $net.2 that runs
+# mpirun. Each host has its own MBIT link, or with `cell` all hosts share one WLAN cell of MBIT:
+# every frame from a host passes one common tbf bucket (an ifb device in the switch namespace),
+# at half the rate, since in infrastructure mode each frame crosses the air twice.
+make_cluster() {
+  local n=$1 mbit=$2 cell=${3:-} br=$PITRAIN_CLUSTER-br
+  ip netns add "$br"
+  namespaces+=("$br")
+  ip -n "$br" link add br0 type bridge
+  ip -n "$br" link set br0 up
+  if [ -n "$cell" ]; then
+    ip -n "$br" link add ifb0 type ifb
+    ip -n "$br" link set ifb0 up
+    shape_egress "$br" ifb0 $((mbit / 2))
+  fi
+  for i in head $(seq "$n"); do
+    local ns=$PITRAIN_CLUSTER-h$i addr
+    [ "$i" = head ] && addr=$net.2 || addr=$net.$((10 + i))
+    ip netns add "$ns"
+    namespaces+=("$ns")
+    ip -n "$br" link add "p$i" type veth peer name eth0 netns "$ns"
+    ip -n "$br" link set "p$i" master br0 up
+    ip -n "$ns" addr add "$addr/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    use_reno "$ns"
+    [ "$i" = head ] && continue
+    if [ -n "$cell" ]; then  # the host's frames into the air: the cell's one bucket
+      tc -n "$br" qdisc add dev "p$i" handle ffff: ingress
+      tc -n "$br" filter add dev "p$i" parent ffff: protocol all u32 match u32 0 0 action mirred egress redirect dev ifb0
+    else  # the host's link, both directions: its own egress and its switch port's
+      shape_egress "$ns" eth0 "$mbit"
+      shape_egress "$br" "p$i" "$mbit"
+    fi
+    local cg=/sys/fs/cgroup/cpu/$ns
+    mkdir -p "$cg"
+    echo 10000 >"$cg/cpu.cfs_period_us"  # 10 ms: a 100 ms period stalls spinning MPI ranks
+    awk -v c="$cpu" 'BEGIN { printf "%d\n", c * 10000 }' >"$cg/cpu.cfs_quota_us"
+  done
+}
+
+emulated_hostfile() {  # emulated_hostfile N
+  for i in $(seq "$1"); do echo "$net.$((10 + i)) slots=1"; done
+}
+
+# emulated_mpirun_args: what mpirun needs to start ranks on the emulated hosts (run it in the
+# head namespace: nsenter --net=/run/netns/$PITRAIN_CLUSTER-hhead mpirun ...).
+emulated_mpirun_args() {
+  echo "--mca plm_rsh_agent $root/bench/netns_rsh.sh --mca plm_rsh_no_tree_spawn 1 --mca btl tcp,self" \
+    "--mca btl_tcp_if_include $subnet/24 --mca oob_tcp_if_include $subnet/24 -x PITRAIN_CLUSTER"
+}
+
+# emulation_available: true, or false after a SKIP line saying what the machine lacks.
+emulation_available() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP: the emulated cluster needs root (network namespaces, tc, cgroups)"
+    return 1
+  fi
+  local probe=${PITRAIN_CLUSTER}probe
+  if ! ip netns add "$probe" 2>/dev/null; then
+    echo "SKIP: this machine does not allow network namespaces (ip netns add failed)"
+    return 1
+  fi
+  ip netns del "$probe"
+  if [ ! -w /sys/fs/cgroup/cpu ]; then
+    echo "SKIP: no writable cgroup-v1 cpu controller at /sys/fs/cgroup/cpu"
+    return 1
+  fi
+}

@@ -1,0 +1,47 @@
+// `pitrain elastic`: a plain process (no MPI) that runs `mpirun ... pitrain train` and, when the
+// job fails (a host lost its link, rebooted, lost power), asks every host whether it answers,
+// and resumes from the last checkpoint on those that do. See README "A run that survives
+// losing a Pi".
+#pragma once
+#include <string>
+#include <vector>
+
+namespace pitrain {
+
+// One line of an Open MPI hostfile: the host and the rest of the line (slots=N ...).
+struct Host {
+  std::string name;
+  std::string line;  // as written, for the hostfile of a restart
+  int slots = 1;
+};
+
+// The hosts of an Open MPI hostfile (comments and blank lines skipped); an Error naming the
+// file and line when one does not parse.
+std::vector<Host> read_hostfile(const std::string& path);
+void write_hostfile(const std::string& path, const std::vector<Host>& hosts);
+
+// The remote shell mpirun starts its daemons with: `--mca plm_rsh_agent X` in the mpirun
+// arguments, else OMPI_MCA_plm_rsh_agent, else ssh (in batch mode, with a connect timeout of
+// `timeout_seconds`). Split into words.
+std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args, double timeout_seconds);
+
+// Runs `SHELL HOST true` for every host at once; answered[i]: host i's command succeeded within timeout_seconds.
+std::vector<bool> probe_hosts(const std::vector<std::string>& shell, const std::vector<Host>& hosts,
+                              double timeout_seconds);
+
+struct ElasticOptions {
+  std::string hostfile;
+  int min_hosts = 1;
+  int max_restarts = 3;
+  double probe_timeout = 3;            // seconds a host has to answer
+  double probe_every = 5;              // seconds between probes of lost hosts while the job runs
+  std::string mpirun = "mpirun";
+  std::vector<std::string> mpirun_args;  // extra arguments, before the program
+  std::vector<std::string> train_args;   // "train" and its arguments
+};
+
+// Supervises the job until it completes (returns its exit code, 0), gives up (a message, 1),
+// or is stopped by SIGINT/SIGTERM (a checkpoint, 130/143).
+int run_elastic(const ElasticOptions& opts);
+
+}  // namespace pitrain

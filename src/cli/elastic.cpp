@@ -1,0 +1,41 @@
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "pitrain/cli.h"
+#include "pitrain/elastic.h"
+
+namespace pitrain::cli {
+
+int elastic(int argc, char** argv) {
+  int split = 1;  // the training command follows `--`
+  while (split < argc && std::strcmp(argv[split], "--")) ++split;
+  ElasticOptions o;
+  std::string mpirun_args;
+  cxxopts::Options options("elastic",
+                           "Runs `mpirun ... pitrain train` and, when the job fails, resumes from its checkpoint "
+                           "on the hosts that answer.\nusage: pitrain elastic --hostfile FILE [options] -- train ARGS...");
+  options.add_options()
+    ("hostfile", "Open MPI hostfile of all hosts; the first runs rank 0 (run elastic there)", cxxopts::value(o.hostfile))
+    ("min-hosts", "Give up when fewer hosts answer", cxxopts::value(o.min_hosts)->default_value("1"))
+    ("max-restarts", "Give up after this many restarts after failures", cxxopts::value(o.max_restarts)->default_value("3"))
+    ("probe-timeout", "Seconds a host has to answer through mpirun's remote shell", cxxopts::value(o.probe_timeout)->default_value("3"))
+    ("probe-every", "Seconds between asking lost hosts while the job runs", cxxopts::value(o.probe_every)->default_value("5"))
+    ("mpirun", "mpirun to run", cxxopts::value(o.mpirun)->default_value("mpirun"))
+    ("mpirun-args", "Extra mpirun arguments, e.g. \"--map-by node --bind-to none --mca btl_tcp_if_include wlan0\"",
+     cxxopts::value(mpirun_args));
+  cxxopts::ParseResult r;
+  if (!parse(options, split, argv, true, r)) return 0;
+  require(!o.hostfile.empty(), "elastic: --hostfile FILE is required (an Open MPI hostfile of all hosts)");
+  require(o.min_hosts >= 1, "--min-hosts must be 1 or more, got " + std::to_string(o.min_hosts));
+  require(o.max_restarts >= 0, "--max-restarts must be 0 or more, got " + std::to_string(o.max_restarts));
+  require(o.probe_timeout > 0 && std::isfinite(o.probe_timeout), "--probe-timeout must be a positive number of seconds");
+  require(o.probe_every > 0 && std::isfinite(o.probe_every), "--probe-every must be a positive number of seconds");
+  require(split + 1 < argc, "elastic: give the training command after `--`: pitrain elastic --hostfile FILE -- train ARGS...");
+  std::istringstream words(mpirun_args);
+  for (std::string w; words >> w;) o.mpirun_args.push_back(w);
+  o.train_args.assign(argv + split + 1, argv + argc);
+  return run_elastic(o);
+}
+
+}  // namespace pitrain::cli

@@ -1,0 +1,298 @@
+// The supervisor's loop: launch mpirun, watch the steps rank 0 reports (--progress-file), and
+// when the job ends early, ask which hosts answer and resume from the checkpoint on those.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "pitrain/checkpoint.h"
+#include "pitrain/elastic.h"
+#include "pitrain/error.h"
+
+namespace pitrain {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+void say(const std::string& line) { std::cerr << "pitrain elastic: " << line << std::endl; }
+
+// The value of `--flag X` or `--flag=X` in args ("" when absent).
+std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag && i + 1 < args.size()) return args[i + 1];
+    if (args[i].rfind(flag + "=", 0) == 0) return args[i].substr(flag.size() + 1);
+  }
+  return "";
+}
+
+std::vector<std::string> without_flag(const std::vector<std::string>& args, const std::string& flag) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag) ++i;  // and its value
+    else if (args[i].rfind(flag + "=", 0) != 0) kept.push_back(args[i]);
+  }
+  return kept;
+}
+
+// The step the checkpoint holds, -1 when there is none yet.
+int64_t checkpoint_step(const std::string& path) {
+  if (!std::ifstream(path).good()) return -1;
+  return load_checkpoint(path).state.step;
+}
+
+int64_t read_progress(const std::string& path) {
+  int64_t step = -1;
+  std::ifstream(path) >> step;
+  return step;
+}
+
+std::string self_path() {
+  char buf[PATH_MAX] = {};
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw Error("cannot find this program's path (/proc/self/exe) to start it under mpirun");
+  return std::string(buf, size_t(n));
+}
+
+std::string names(const std::vector<Host>& hosts) {
+  std::string s;
+  for (const auto& h : hosts) s += (s.empty() ? "" : ", ") + h.name;
+  return s.empty() ? "none" : s;
+}
+
+int ranks_of(const std::vector<Host>& hosts) {
+  int n = 0;
+  for (const auto& h : hosts) n += h.slots;
+  return n;
+}
+
+pid_t start(const std::vector<std::string>& command) {
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("cannot start " + command[0] + " (fork failed)");
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group: Ctrl-C reaches us alone, and we end it and all it started
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    freopen("/dev/null", "r", stdin);
+    std::vector<char*> argv;
+    for (const auto& w : command) argv.push_back(const_cast<char*>(w.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "pitrain elastic: error: cannot run %s; install Open MPI or give --mpirun PATH\n", argv[0]);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+// What one launch came to.
+struct Outcome {
+  int code = 0;              // mpirun's exit code (128 + signal when it was killed)
+  int64_t reached = -1;      // the last step rank 0 reported, -1: none
+  double last_step_at = 0;   // when that was seen
+  bool stalled = false;      // ended by us: no step for too long
+  bool took_back = false;    // stopped by us (with a checkpoint) to take lost hosts back
+  int stopped_by = 0;        // SIGINT/SIGTERM that the user sent us
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(const ElasticOptions& o) : o_(o), hosts_(read_hostfile(o.hostfile)), shell_(remote_shell(o.mpirun_args, o.probe_timeout)) {
+    const auto& args = o.train_args;
+    if (args.empty() || args[0] != "train")
+      throw UsageError("elastic: give the training command after `--`: pitrain elastic --hostfile FILE -- train ARGS...");
+    checkpoint_ = flag_value(args, "--checkpoint");
+    if (checkpoint_.empty())
+      throw UsageError("elastic: the train arguments need --checkpoint FILE (and --checkpoint-seconds S): restarts resume from it");
+    for (const char* flag : {"--expect-ranks", "--progress-file"})
+      if (!flag_value(args, flag).empty()) throw UsageError(std::string("elastic: leave out ") + flag + ": elastic sets it for each launch");
+    const std::string stall = flag_value(args, "--stall-timeout");
+    const double stall_timeout = stall.empty() ? 300 : std::atof(stall.c_str());
+    // The ranks' own watchdog ends a stalled job first (rank 0 names the ranks that had not
+    // arrived within 4 s more); this catches what it cannot see: a stall in MPI's start-up, or
+    // mpirun waiting, after the ranks have gone, for a daemon on a host that is gone.
+    deadline_ = (stall_timeout > 0 ? stall_timeout : 300) + 5;
+    resume_ = flag_value(args, "--resume");
+    if (o.min_hosts > int(hosts_.size()))
+      throw UsageError("elastic: --min-hosts " + std::to_string(o.min_hosts) + " but " + o.hostfile + " lists " +
+                       std::to_string(hosts_.size()) + " hosts");
+    char dir[] = "/tmp/pitrain-elastic-XXXXXX";
+    if (!mkdtemp(dir)) throw Error("cannot make a folder under /tmp for the hostfiles of restarts");
+    dir_ = dir;
+  }
+  ~Supervisor() {
+    std::remove((dir_ + "/hosts").c_str());
+    std::remove((dir_ + "/progress").c_str());
+    std::remove((dir_ + "/progress.stop").c_str());
+    rmdir(dir_.c_str());
+  }
+
+  int run() {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    active_ = answering();
+    if (int(active_.size()) < o_.min_hosts) return give_up("at the start");
+    if (active_.size() < hosts_.size()) say("starting without " + names(lost()) + " (no answer); taken back when they answer");
+    for (int restarts = 0;;) {
+      const Outcome r = g_signal ? Outcome{0, -1, 0, false, false, g_signal} : launch();  // Ctrl-C while probing
+      if (r.stopped_by) {
+        say("stopped by " + std::string(r.stopped_by == SIGINT ? "SIGINT" : "SIGTERM") + "; " + checkpoint_ + " holds step " +
+            std::to_string(checkpoint_step(checkpoint_)) + "; continue with the same command plus --resume " +
+            checkpoint_ + " among the train arguments");
+        return 128 + r.stopped_by;
+      }
+      if (r.code == 0) return 0;  // the training completed
+      const int64_t saved = checkpoint_step(checkpoint_);
+      const int64_t lost_steps = std::max<int64_t>(0, r.reached - std::max<int64_t>(saved, 0));
+      const auto before = active_;
+      if (r.took_back) {
+        active_ = answering();
+        say("taking back " + names(difference(active_, before)) + " (answers again); " + std::to_string(lost_steps) +
+            " steps lost; resuming on " + std::to_string(ranks_of(active_)) + " ranks");
+      } else {
+        failed_at_ = r.reached >= 0 ? r.last_step_at : now();
+        active_ = answering();
+        const auto gone = difference(before, active_);
+        if (r.reached < 0 && !r.stalled && gone.empty()) {
+          say("the job failed before its first step (exit " + std::to_string(r.code) +
+              ") with every host answering: not a lost host; see its message above");
+          return r.code;
+        }
+        if (int(active_.size()) < o_.min_hosts) return give_up("after the job failed");
+        if (restarts == o_.max_restarts) {
+          say("giving up after " + std::to_string(restarts) + " restarts (--max-restarts); " + resume_hint(saved));
+          return 1;
+        }
+        ++restarts;
+        const std::string what = r.stalled ? (r.reached < 0 ? "start-up stalled (no step in " : "stalled (no step for ") +
+                                                 std::to_string(int(deadline_)) + " s)"
+                                           : "the job failed (exit " + std::to_string(r.code) + ")";
+        say("restart " + std::to_string(restarts) + "/" + std::to_string(o_.max_restarts) + ": " + what + "; lost " +
+            (gone.empty() ? std::string("no host (all answer)") : names(gone) + " (no answer)") + "; " +
+            std::to_string(lost_steps) + " steps lost (reached " + std::to_string(std::max<int64_t>(r.reached, 0)) +
+            ", checkpoint at " + std::to_string(std::max<int64_t>(saved, 0)) + "); resuming on " +
+            std::to_string(ranks_of(active_)) + " ranks");
+      }
+      if (saved >= 0) resume_ = checkpoint_;
+    }
+  }
+
+ private:
+  std::vector<Host> answering() {
+    const auto answered = probe_hosts(shell_, hosts_, o_.probe_timeout);
+    std::vector<Host> up;
+    for (size_t i = 0; i < hosts_.size(); ++i)
+      if (answered[i]) up.push_back(hosts_[i]);
+    return up;
+  }
+  std::vector<Host> lost() const { return difference(hosts_, active_); }
+  static std::vector<Host> difference(const std::vector<Host>& a, const std::vector<Host>& b) {
+    std::vector<Host> d;
+    for (const auto& h : a)
+      if (std::none_of(b.begin(), b.end(), [&](const Host& x) { return x.name == h.name; })) d.push_back(h);
+    return d;
+  }
+  std::string resume_hint(int64_t saved) const {
+    return saved < 0 ? "no checkpoint was written yet"
+                     : checkpoint_ + " is intact at step " + std::to_string(saved) + "; resume with --resume " + checkpoint_;
+  }
+  int give_up(const std::string& when) {
+    say("only " + std::to_string(active_.size()) + " of " + std::to_string(hosts_.size()) + " hosts answer " + when +
+        " (" + names(active_) + "; no answer: " + names(lost()) + "), --min-hosts " + std::to_string(o_.min_hosts) +
+        ": giving up; " + resume_hint(checkpoint_step(checkpoint_)));
+    return 1;
+  }
+
+  std::vector<std::string> command() const {
+    std::vector<std::string> c = {o_.mpirun, "-np", std::to_string(ranks_of(active_)), "--hostfile", dir_ + "/hosts"};
+    c.insert(c.end(), o_.mpirun_args.begin(), o_.mpirun_args.end());
+    c.push_back(self_path());
+    const auto train = without_flag(o_.train_args, "--resume");
+    c.insert(c.end(), train.begin(), train.end());
+    c.insert(c.end(), {"--expect-ranks", std::to_string(ranks_of(active_)), "--progress-file", dir_ + "/progress"});
+    if (!resume_.empty()) c.insert(c.end(), {"--resume", resume_});
+    return c;
+  }
+
+  // Rank 0 sees the file within a tenth of a second and the ranks stop as on SIGTERM: at an
+  // agreed step, with a checkpoint.
+  void ask_stop() const { std::ofstream(dir_ + "/progress.stop") << "stop\n"; }
+
+  Outcome launch() {
+    write_hostfile(dir_ + "/hosts", active_);
+    std::remove((dir_ + "/progress").c_str());
+    std::remove((dir_ + "/progress.stop").c_str());
+    const pid_t pid = start(command());
+    Outcome r;
+    const double started = now();
+    double last_advance = started, next_probe = started + o_.probe_every, stop_sent = 0;
+    std::vector<int> answers(hosts_.size(), 0);  // lost hosts' answers in a row
+    for (int status = 0;; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      const double t = now();
+      if (const int64_t step = read_progress(dir_ + "/progress"); step > r.reached) {
+        if (r.reached < 0 && failed_at_ > 0)
+          say("training again on " + std::to_string(ranks_of(active_)) + " ranks at step " + std::to_string(step) + ", " +
+              std::to_string(int(t - failed_at_ + 0.5)) + " s after the last step before the failure");
+        if (r.reached < 0) failed_at_ = 0;
+        r.reached = step, r.last_step_at = last_advance = t;
+      }
+      if (g_signal && !r.stopped_by) {
+        r.stopped_by = g_signal;
+        ask_stop();
+        stop_sent = t;
+      }
+      if (!stop_sent && t - last_advance > deadline_) {
+        r.stalled = true;
+        kill(-pid, SIGTERM);
+        stop_sent = t;
+      }
+      if (stop_sent && t - stop_sent > 30) kill(pid, SIGINT);  // no step ends: mpirun's own stop
+      if (stop_sent && t - stop_sent > 60) kill(-pid, SIGKILL);
+      if (!stop_sent && r.reached >= 0 && !lost().empty() && t >= next_probe) {
+        const auto gone = lost();
+        const auto answered = probe_hosts(shell_, gone, o_.probe_timeout);
+        bool back = false;
+        for (size_t i = 0; i < gone.size(); ++i) {
+          int& n = answers[size_t(std::find_if(hosts_.begin(), hosts_.end(), [&](const Host& h) { return h.name == gone[i].name; }) - hosts_.begin())];
+          n = answered[i] ? n + 1 : 0;
+          back |= n >= 2;  // twice in a row: not a flapping link
+        }
+        if (back) {  // stop with a checkpoint at an agreed step: nothing is lost
+          r.took_back = true;
+          ask_stop();
+          stop_sent = t;
+        }
+        next_probe = now() + o_.probe_every;
+      }
+    }
+    kill(-pid, SIGKILL);  // whatever it left behind in its group
+    return r;
+  }
+
+  const ElasticOptions& o_;
+  std::vector<Host> hosts_, active_;
+  std::vector<std::string> shell_;
+  std::string checkpoint_, resume_, dir_;
+  double deadline_ = 305;
+  double failed_at_ = 0;  // when the last failure's last step was seen (0: none pending)
+};
+
+}  // namespace
+
+int run_elastic(const ElasticOptions& opts) { return Supervisor(opts).run(); }
+
+}  // namespace pitrain
