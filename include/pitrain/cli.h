@@ -14,6 +14,7 @@ int summary(int argc, char** argv, Comm& comm);
 int train(int argc, char** argv, Comm& comm);
 int evaluate(int argc, char** argv, Comm& comm);
 int predict(int argc, char** argv, Comm& comm);
+int export_model(int argc, char** argv, Comm& comm);  // `pitrain export`
 
 // Parses, turning cxxopts' exceptions into UsageError. Returns false after printing --help
 // (rank 0), in which case the subcommand returns 0.
