@@ -18,13 +18,16 @@ for item in spec.split(";"):
     expected.append((name, [tuple(int(d) for d in s.split("x")) for s in shapes.split(",") if s]))
 
 def text(v):
-    return v.decode("utf8") if hasattr(v, "decode") else str(v)
+    # As Keras writes them, numpy bytes: older Keras calls .decode("utf8") on each without asking.
+    assert isinstance(v, bytes), f"{v!r} reads back as {type(v).__name__}, not bytes as Keras writes it"
+    return v.decode("utf8")
 
 f = h5py.File(path, "r")
 g = f if "layer_names" in f.attrs else f["model_weights"]  # what load_weights does
 assert text(g.attrs["backend"]) == "tensorflow", g.attrs["backend"]
 assert text(g.attrs["keras_version"]).startswith("2."), g.attrs["keras_version"]
 layer_names = [text(n) for n in g.attrs["layer_names"]]
+assert text(f.attrs["keras_version"]) == text(g.attrs["keras_version"]) and text(f.attrs["backend"]) == "tensorflow"
 assert layer_names == [n for n, _ in expected], f"layer_names {layer_names}, Keras would name them {[n for n, _ in expected]}"
 values = []
 for name, shapes in expected:

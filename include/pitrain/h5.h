@@ -61,6 +61,10 @@ class File {
   void set_attr(const std::string& name, const std::string& value, const std::string& object = "/");
   void set_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object = "/");
   void set_attr(const std::string& name, double value);
+  // Fixed-length ASCII strings, as h5py stores numpy bytes: what Keras writes, and what every
+  // Keras version reads (older ones call .decode() on each value, which h5py gives only to bytes).
+  void set_bytes_attr(const std::string& name, const std::string& value, const std::string& object);
+  void set_bytes_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object);
   bool has_attr(const std::string& name, const std::string& object = "/") const;
   std::string attr_string(const std::string& name, const std::string& object = "/") const;
   std::vector<std::string> attr_strings(const std::string& name, const std::string& object = "/") const;

@@ -1,5 +1,6 @@
 #include "pitrain/h5.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -198,14 +199,26 @@ void write_attr(hid_t file, const std::string& path, const std::string& object, 
     throw Error(path + ": cannot write " + attr_label(name, object));
 }
 
+// Variable-length UTF-8 strings, or (fixed) null-padded ASCII ones as long as the longest value.
 void write_string_attr(hid_t file, const std::string& path, const std::string& object, const std::string& name,
-                       const std::vector<std::string>& values, bool scalar) {
-  std::vector<const char*> ptrs;
-  for (auto& v : values) ptrs.push_back(v.c_str());
-  Handle t = string_type();
+                       const std::vector<std::string>& values, bool scalar, bool fixed = false) {
   hsize_t n = values.size();
   Handle space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), H5Sclose);
-  write_attr(file, path, object, name, t.get(), space.get(), ptrs.data(), values.empty());
+  if (!fixed) {
+    std::vector<const char*> ptrs;
+    for (auto& v : values) ptrs.push_back(v.c_str());
+    Handle t = string_type();
+    write_attr(file, path, object, name, t.get(), space.get(), ptrs.data(), values.empty());
+    return;
+  }
+  size_t len = 1;
+  for (auto& v : values) len = std::max(len, v.size());
+  std::vector<char> buf(values.size() * len, '\0');
+  for (size_t i = 0; i < values.size(); ++i) std::copy(values[i].begin(), values[i].end(), buf.begin() + i * len);
+  Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(t.get(), len);
+  H5Tset_strpad(t.get(), H5T_STR_NULLPAD);
+  write_attr(file, path, object, name, t.get(), space.get(), buf.data(), values.empty());
 }
 
 }  // namespace
@@ -216,6 +229,14 @@ void File::set_attr(const std::string& name, const std::string& value, const std
 
 void File::set_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object) {
   write_string_attr(id(), path_, object, name, values, false);
+}
+
+void File::set_bytes_attr(const std::string& name, const std::string& value, const std::string& object) {
+  write_string_attr(id(), path_, object, name, {value}, true, true);
+}
+
+void File::set_bytes_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object) {
+  write_string_attr(id(), path_, object, name, values, false, true);
 }
 
 void File::set_attr(const std::string& name, double value) {

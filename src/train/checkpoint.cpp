@@ -41,13 +41,13 @@ void write_weights(h5::File& f, const Model& model) {
       std::vector<hsize_t> dims(p.shape.begin(), p.shape.end());
       f.write<float>(weight_path(names[i], p), dims, model.params().data() + model.param_offset(i) + p.offset);
     }
-    f.set_attr("weight_names", weight_names, group);
+    f.set_bytes_attr("weight_names", weight_names, group);
   }
   for (const char* object : {"/", "/model_weights"}) {
-    f.set_attr("keras_version", kKerasVersion, object);
-    f.set_attr("backend", kKerasBackend, object);
+    f.set_bytes_attr("keras_version", kKerasVersion, object);
+    f.set_bytes_attr("backend", kKerasBackend, object);
   }
-  f.set_attr("layer_names", names, "/model_weights");
+  f.set_bytes_attr("layer_names", names, "/model_weights");
 }
 
 void fsync_path(const std::string& path) {
