@@ -17,6 +17,9 @@ $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-reco
   g++ meson ninja-build pkg-config openmpi-bin libopenmpi-dev libeigen3-dev libhdf5-dev libcxxopts-dev nlohmann-json3-dev catch2 \
   libcpp-httplib-dev libopenblas-dev libpng-dev zlib1g-dev python3 python3-h5py hdf5-tools procps iproute2 dataset-fashion-mnist \
   chromium chromium-driver python3-selenium
+# Node and npm for the TensorFlow.js test (test/tfjs.sh, which installs TensorFlow.js itself);
+# a machine that has them already (Node from elsewhere conflicts with Debian's npm) keeps its own.
+command -v npm >/dev/null || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm
 [ -f build/build.ninja ] || meson setup build
 meson compile -C build
 

@@ -118,6 +118,21 @@ grep -qE "first.pgm  (north|east|south|west) [01]\.[0-9]{3}  [a-z]+ [01]\.[0-9]{
   && [ "$(sed -n 1p "$work/pred" | cut -d' ' -f2-)" = "$(sed -n 2p "$work/pred" | cut -d' ' -f2-)" ] \
   || { fail "predict (PGM, and the same drawing inverted as PNG)"; cat "$work/pred"; }
 
+# --json: a line an image, every class, probabilities that sum to 1, the top one as the text's.
+"$PITRAIN" predict --json --model "$work/m.h5" "$work/first.pgm" >"$work/pred.json" 2>&1
+python3 - "$work/pred.json" "$(sed -n 1p "$work/pred" | awk '{print $2}')" <<'PY' || { fail "predict --json"; cat "$work/pred.json"; }
+import json, sys
+(line,) = [json.loads(l) for l in open(sys.argv[1])]
+p = line["probabilities"]
+assert list(p) == ["north", "east", "south", "west"] and abs(sum(p.values()) - 1) < 1e-6, line
+assert line["file"].endswith("first.pgm") and line["row"] == 0 and line["class"] == sys.argv[2] == max(p, key=p.get), line
+PY
+
+# export: a TensorFlow.js model of the checkpoint (test/tfjs.sh runs it in TensorFlow.js).
+"$PITRAIN" export --model "$work/m.h5" --tfjs "$work/web" >"$work/export" 2>&1 && [ -s "$work/web/group1-shard1of1.bin" ] \
+  && python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); assert m["userDefinedMetadata"]["class_names"] == ["north", "east", "south", "west"]' \
+    "$work/web/model.json" || { fail "export --tfjs"; cat "$work/export"; }
+
 "$PITRAIN" summary --model cnn --classes 10 | grep -q "Total params: 34,826" || fail "summary"
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -149,6 +164,8 @@ expect_error "/nonexistent: cannot read the hostfile" "$PITRAIN" elastic --hostf
 expect_error "unknown command 'fit'" "$PITRAIN" fit
 expect_error "cannot write there" "$PITRAIN" train --data "$work/d.h5" --checkpoint /nonexistent/dir/m.h5
 expect_error "not a pitrain checkpoint" "$PITRAIN" evaluate --model "$work/d.h5" --data "$work/d.h5"
+expect_error "export: give --model FILE.h5 and --tfjs DIR" "$PITRAIN" export --model "$work/m.h5"
+expect_error "--tfjs $work/d.h5: cannot make this folder" "$PITRAIN" export --model "$work/m.h5" --tfjs "$work/d.h5"
 head -c 3000 "$work/d.h5" >"$work/cut.h5"
 expect_error "cut.h5: cannot open as HDF5 (damaged or truncated?)" mpi -np 2 "$PITRAIN" train --data "$work/cut.h5"
 head -c 20000 "$work/m.h5" >"$work/cutm.h5"

@@ -84,6 +84,10 @@ for f in "$in"/ckpt/{epoch_step-neg,seed-abc,classes-4,state-1e9}.h5; do
 done
 hostile "$in/ckpt/classes-4.h5: its model_spec does not fit its 4 class_names" evaluate --model "$in/ckpt/classes-4.h5" --data "$in/d.h5"
 hostile "$in/m.h5: checkpoint holds the model flatten dense(256,relu)" train --data "$in/d.h5" --resume "$in/m.h5" --model cnn
+"$PITRAIN" predict --json --model "$in/before-keras.h5" "$in/good.pgm" >"$work/before" 2>&1 \
+  && "$PITRAIN" predict --json --model "$in/m.h5" "$in/good.pgm" >"$work/now" 2>&1 && cmp -s "$work/before" "$work/now" \
+  && echo "ok: a checkpoint from before the Keras layout predicts as the same in Keras' layout" \
+  || fail "a checkpoint from before the Keras layout: $(cat "$work/before")"
 
 echo "2 and 7. datasets that lie, or hold what would be misread"
 hostile "sparse-3000000.h5: /train/images declares 2352000000 bytes but the file stores only" train --data "$in/data/sparse-3000000.h5"

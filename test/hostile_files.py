@@ -37,8 +37,8 @@ with open(path("good.pgm"), "wb") as f:
 
 
 # Damaged checkpoints: copies of m.h5 with one attribute or dataset changed.
-def checkpoint(name, change):
-    out = path("ckpt", name + ".h5")
+def checkpoint(name, change, folder="ckpt"):
+    out = path(folder, name + ".h5")
     with open(path("m.h5"), "rb") as src, open(out, "wb") as dst:
         dst.write(src.read())
     with h5py.File(out, "r+") as f:
@@ -63,11 +63,29 @@ checkpoint("spec-huge", set_attr("model_spec", "flatten dense(1000000000) dense(
 
 
 def weights_nan(f):
-    k = f["model_weights/dense/kernel"]
+    k = f["model_weights/dense/dense/kernel:0"]
     k[0, 0] = float("nan")
 
 
 checkpoint("weights-nan", weights_nan)
+checkpoint("weights-missing", lambda f: f.__delitem__("model_weights/dense_1/dense_1/bias:0"))
+
+
+# A checkpoint from before the Keras layout: /model_weights/<layer>/kernel, no Keras attributes.
+def before_keras(f):
+    g = f["model_weights"]
+    for layer in list(g):
+        for name in list(g[layer].attrs["weight_names"]):
+            name = name.decode() if hasattr(name, "decode") else name
+            g.move(f"{layer}/{name}", f"{layer}/{name.split('/')[1][:-2]}")
+        if layer in g[layer]:
+            del g[layer][layer]
+        del g[layer].attrs["weight_names"]
+    for key in ("layer_names", "backend", "keras_version"):
+        del g.attrs[key]
+
+
+checkpoint("before-keras", before_keras, folder=".")
 for tag, n in (("1e9", 10**9), ("3e6", 3 * 10**6), ("short", 7)):
     def big_state(f, n=n):  # chunked and never written: the file stays small, the declared size is not
         del f["optimizer_weights/m"]

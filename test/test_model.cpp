@@ -105,8 +105,15 @@ TEST_CASE("checkpoints: Keras names and shapes, exact round trip, resume equals 
   const auto full = fit(o, comm, out);
   {
     auto f = h5::File::open_read(dir / "full.h5");
-    CHECK(f.shape("/model_weights/conv2d_1/kernel") == std::vector<hsize_t>{3, 3, 32, 64});
-    CHECK(f.shape("/model_weights/dense/kernel") == std::vector<hsize_t>{1600, 4});
+    // Keras' load_weights layout: layer_names, weight_names a layer, datasets named as Keras' variables.
+    CHECK(f.shape("/model_weights/conv2d_1/conv2d_1/kernel:0") == std::vector<hsize_t>{3, 3, 32, 64});
+    CHECK(f.shape("/model_weights/dense/dense/kernel:0") == std::vector<hsize_t>{1600, 4});
+    CHECK(f.attr_strings("layer_names", "/model_weights") ==
+          std::vector<std::string>{"conv2d", "max_pooling2d", "conv2d_1", "max_pooling2d_1", "flatten", "dropout", "dense"});
+    CHECK(f.attr_strings("weight_names", "/model_weights/dense") ==
+          std::vector<std::string>{"dense/kernel:0", "dense/bias:0"});
+    CHECK(f.attr_strings("weight_names", "/model_weights/flatten").empty());
+    CHECK(f.attr_string("backend", "/model_weights") == "tensorflow");
     CHECK(f.attr_double("epoch") == 3);
   }
   const Checkpoint c = load_checkpoint(dir / "full.h5");

@@ -1,5 +1,6 @@
-// Checkpoints (HDF5): weights under /model_weights/<layer>/<kernel|bias> in Keras' names and
-// shapes, optimizer state under /optimizer_weights, and the run state as root attributes.
+// Checkpoints (HDF5): the weights under /model_weights in Keras' own layout, which Keras'
+// model.load_weights("x.h5") reads (/model_weights/conv2d/conv2d/kernel:0, ...), optimizer
+// state under /optimizer_weights, and the run state as root attributes.
 // Written to a temporary file, flushed, fsynced and renamed: the old file survives any crash.
 #pragma once
 #include <cstdint>

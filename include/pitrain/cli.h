@@ -17,6 +17,7 @@ int predict(int argc, char** argv, Comm& comm);
 int serve(int argc, char** argv, Comm& comm);
 // Not under MPI: main runs it before MPI_Init (it starts mpirun itself).
 int elastic(int argc, char** argv);
+int export_model(int argc, char** argv, Comm& comm);  // `pitrain export`
 
 // Parses, turning cxxopts' exceptions into UsageError. Returns false after printing --help
 // (rank 0, or where `speaks`), in which case the subcommand returns 0.

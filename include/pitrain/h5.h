@@ -41,7 +41,8 @@ class File {
   const std::string& path() const { return path_; }
   hid_t id() const { return h_.get(); }
 
-  // Datasets; intermediate groups are created as needed.
+  // Datasets and groups; intermediate groups are created as needed.
+  void create_group(const std::string& name);
   template <class T>
   void write(const std::string& name, const std::vector<hsize_t>& dims, const T* data);
   bool exists(const std::string& name) const;
@@ -56,13 +57,17 @@ class File {
   template <class T>
   std::vector<T> read_all(const std::string& name) const;
 
-  // Attributes on the root group.
-  void set_attr(const std::string& name, const std::string& value);
-  void set_attr(const std::string& name, const std::vector<std::string>& values);
+  // Attributes of the group or dataset `object` (the root group unless given), which must exist.
+  void set_attr(const std::string& name, const std::string& value, const std::string& object = "/");
+  void set_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object = "/");
   void set_attr(const std::string& name, double value);
-  bool has_attr(const std::string& name) const;
-  std::string attr_string(const std::string& name) const;
-  std::vector<std::string> attr_strings(const std::string& name) const;
+  // Fixed-length ASCII strings, as h5py stores numpy bytes: what Keras writes, and what every
+  // Keras version reads (older ones call .decode() on each value, which h5py gives only to bytes).
+  void set_bytes_attr(const std::string& name, const std::string& value, const std::string& object);
+  void set_bytes_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object);
+  bool has_attr(const std::string& name, const std::string& object = "/") const;
+  std::string attr_string(const std::string& name, const std::string& object = "/") const;
+  std::vector<std::string> attr_strings(const std::string& name, const std::string& object = "/") const;
   double attr_double(const std::string& name) const;
 
   // Pushes everything written so far to the file (before an fsync and rename).
@@ -71,7 +76,7 @@ class File {
  private:
   File(Handle h, std::string path) : h_(std::move(h)), path_(std::move(path)) {}
   Handle open_dataset(const std::string& name) const;
-  Handle open_attr(const std::string& name) const;
+  Handle open_attr(const std::string& name, const std::string& object) const;
   // Error unless the dataset's filters can be decoded and the file stores the bytes it declares.
   void check_stored(const std::string& name, hid_t ds) const;
   Handle h_;

@@ -41,6 +41,7 @@ int positive_int(const LayerCall& call, const std::string& arg);  // or "classes
 Activation activation(const LayerCall& call, const std::string& arg);  // relu or softmax
 float rate(const LayerCall& call, const std::string& arg);  // in [0, 1)
 std::string activation_arg(Activation act);  // ",relu", ",softmax" or "": a spec argument's text
+const char* keras_activation(Activation act);  // "relu", "softmax" or "linear": Keras' name
 
 // Spec text to layers (spec.cpp), built-in model names expanded; throws UsageError naming the
 // bad token. make_layer builds one layer, e.g. make_layer("conv2d(3,3)", {7, 6, 2}, 10).

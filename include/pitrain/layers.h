@@ -4,6 +4,7 @@
 // The layer classes live in their .cpp files: layer_registry.h builds them from spec text.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ class Layer {
   // dy may be overwritten. dx is null for the first layer, which then skips that work.
   virtual void backward(const float* x, const float* y, float* dy, float* dx, int n) = 0;
   virtual int64_t forward_flops() const { return 0; }  // per sample, multiply-add = 2
+  // Adds the entries of its Keras config that are its own (filters, kernel_size, activation,
+  // ...) to `config`, which holds name, trainable and dtype: what Keras and TensorFlow.js
+  // rebuild the layer from (keras.h).
+  virtual void keras_config(nlohmann::ordered_json& config) const = 0;
 
  protected:
   explicit Layer(const LayerCall& call);

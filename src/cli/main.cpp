@@ -18,7 +18,8 @@ const char* kUsage =
     "  summary   print a model's layers, output shapes and parameter counts\n"
     "  train     train on a dataset, one allreduce of the gradients per step\n"
     "  evaluate  loss, accuracy, per-class accuracy and confusion matrix of a checkpoint\n"
-    "  predict   top-3 classes of 28x28 PGM/PNG images or .npy rows\n"
+    "  predict   top-3 classes of 28x28 PGM/PNG images or .npy rows (--json: all of them)\n"
+    "  export    a checkpoint's model as a TensorFlow.js Layers model\n"
     "  serve     play in the browser: draw, the model guesses; training curves of --log files\n"
     "  elastic   run `mpirun ... train` and resume on the hosts that answer when it fails (not under mpirun)\n"
     "`pitrain <command> --help` lists each command's options.\n";
@@ -30,7 +31,8 @@ int dispatch(int argc, char** argv, pitrain::Comm& comm) {
                                                    {"train", pitrain::cli::train},
                                                    {"evaluate", pitrain::cli::evaluate},
                                                    {"predict", pitrain::cli::predict},
-                                                   {"serve", pitrain::cli::serve}};
+                                                   {"export", pitrain::cli::export_model}};
+
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     if (comm.rank() == 0) std::cout << kUsage;
     return argc < 2 ? 2 : 0;

@@ -1,5 +1,6 @@
 #include "pitrain/h5.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -42,6 +43,13 @@ File File::open_read(const std::string& path) {
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) throw Error(path + ": cannot open as HDF5 (damaged or truncated?)");
   return File(Handle(id, H5Fclose), path);
+}
+
+void File::create_group(const std::string& name) {
+  Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  Handle g(H5Gcreate2(id(), name.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  if (g.get() < 0) throw Error(path_ + ": cannot create group " + name + " (disk full?)");
 }
 
 template <class T>
@@ -175,75 +183,109 @@ Handle string_type() {
   return t;
 }
 
-void write_attr(hid_t loc, const std::string& file, const std::string& name, hid_t type, hid_t space, const void* data) {
-  if (H5Aexists(loc, name.c_str()) > 0) H5Adelete(loc, name.c_str());
-  Handle a(H5Acreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  if (a.get() < 0 || H5Awrite(a.get(), type, data) < 0) throw Error(file + ": cannot write attribute " + name);
+// "attribute NAME", or "attribute NAME of OBJECT" when it is not the root group's.
+std::string attr_label(const std::string& name, const std::string& object) {
+  return "attribute " + name + (object == "/" ? "" : " of " + object);
 }
 
-void write_string_attr(hid_t loc, const std::string& file, const std::string& name,
-                       const std::vector<std::string>& values, bool scalar) {
-  std::vector<const char*> ptrs;
-  for (auto& v : values) ptrs.push_back(v.c_str());
-  Handle t = string_type();
+// An attribute of `object`; a zero-length one needs no data and gets none (HDF5 refuses a null buffer).
+void write_attr(hid_t file, const std::string& path, const std::string& object, const std::string& name, hid_t type,
+                hid_t space, const void* data, bool empty) {
+  Handle loc(H5Oopen(file, object.c_str(), H5P_DEFAULT), H5Oclose);
+  if (loc.get() < 0) throw Error(path + ": cannot write " + attr_label(name, object) + " (no such object)");
+  if (H5Aexists(loc.get(), name.c_str()) > 0) H5Adelete(loc.get(), name.c_str());
+  Handle a(H5Acreate2(loc.get(), name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (a.get() < 0 || (!empty && H5Awrite(a.get(), type, data) < 0))
+    throw Error(path + ": cannot write " + attr_label(name, object));
+}
+
+// Variable-length UTF-8 strings, or (fixed) null-padded ASCII ones as long as the longest value.
+void write_string_attr(hid_t file, const std::string& path, const std::string& object, const std::string& name,
+                       const std::vector<std::string>& values, bool scalar, bool fixed = false) {
   hsize_t n = values.size();
   Handle space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), H5Sclose);
-  write_attr(loc, file, name, t.get(), space.get(), ptrs.data());
+  if (!fixed) {
+    std::vector<const char*> ptrs;
+    for (auto& v : values) ptrs.push_back(v.c_str());
+    Handle t = string_type();
+    write_attr(file, path, object, name, t.get(), space.get(), ptrs.data(), values.empty());
+    return;
+  }
+  size_t len = 1;
+  for (auto& v : values) len = std::max(len, v.size());
+  std::vector<char> buf(values.size() * len, '\0');
+  for (size_t i = 0; i < values.size(); ++i) std::copy(values[i].begin(), values[i].end(), buf.begin() + i * len);
+  Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(t.get(), len);
+  H5Tset_strpad(t.get(), H5T_STR_NULLPAD);
+  write_attr(file, path, object, name, t.get(), space.get(), buf.data(), values.empty());
 }
 
 }  // namespace
 
-void File::set_attr(const std::string& name, const std::string& value) {
-  write_string_attr(id(), path_, name, {value}, true);
+void File::set_attr(const std::string& name, const std::string& value, const std::string& object) {
+  write_string_attr(id(), path_, object, name, {value}, true);
 }
 
-void File::set_attr(const std::string& name, const std::vector<std::string>& values) {
-  write_string_attr(id(), path_, name, values, false);
+void File::set_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object) {
+  write_string_attr(id(), path_, object, name, values, false);
+}
+
+void File::set_bytes_attr(const std::string& name, const std::string& value, const std::string& object) {
+  write_string_attr(id(), path_, object, name, {value}, true, true);
+}
+
+void File::set_bytes_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object) {
+  write_string_attr(id(), path_, object, name, values, false, true);
 }
 
 void File::set_attr(const std::string& name, double value) {
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  write_attr(id(), path_, name, H5T_NATIVE_DOUBLE, space.get(), &value);
+  write_attr(id(), path_, "/", name, H5T_NATIVE_DOUBLE, space.get(), &value, false);
 }
 
-bool File::has_attr(const std::string& name) const { return H5Aexists(id(), name.c_str()) > 0; }
-
-Handle File::open_attr(const std::string& name) const {
-  if (!has_attr(name)) throw Error(path_ + ": attribute " + name + " is missing");
-  return Handle(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose);
+bool File::has_attr(const std::string& name, const std::string& object) const {
+  return exists(object) && H5Aexists_by_name(id(), object.c_str(), name.c_str(), H5P_DEFAULT) > 0;
 }
 
-std::vector<std::string> File::attr_strings(const std::string& name) const {
-  Handle a = open_attr(name);
+Handle File::open_attr(const std::string& name, const std::string& object) const {
+  if (!has_attr(name, object)) throw Error(path_ + ": " + attr_label(name, object) + " is missing");
+  return Handle(H5Aopen_by_name(id(), object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+}
+
+std::vector<std::string> File::attr_strings(const std::string& name, const std::string& object) const {
+  const std::string label = attr_label(name, object);
+  Handle a = open_attr(name, object);
   Handle ft(H5Aget_type(a.get()), H5Tclose);
-  if (H5Tget_class(ft.get()) != H5T_STRING) throw Error(path_ + ": attribute " + name + " is not a string");
+  if (H5Tget_class(ft.get()) != H5T_STRING) throw Error(path_ + ": " + label + " is not a string");
   Handle space(H5Aget_space(a.get()), H5Sclose);
   const size_t n = size_t(H5Sget_simple_extent_npoints(space.get()));
   std::vector<std::string> out;
+  if (n == 0) return out;
   if (H5Tis_variable_str(ft.get()) > 0) {
     std::vector<char*> ptrs(n);
     Handle t = string_type();
     H5Tset_cset(t.get(), H5Tget_cset(ft.get()));  // HDF5 converts no charset: h5py writes bytes as ASCII
-    if (H5Aread(a.get(), t.get(), ptrs.data()) < 0) throw Error(path_ + ": cannot read attribute " + name);
+    if (H5Aread(a.get(), t.get(), ptrs.data()) < 0) throw Error(path_ + ": cannot read " + label);
     for (char* p : ptrs) out.emplace_back(p ? p : "");
     H5Dvlen_reclaim(t.get(), space.get(), H5P_DEFAULT, ptrs.data());
   } else {  // fixed-length strings, as h5py writes numpy 'S' arrays
     const size_t len = H5Tget_size(ft.get());
     std::vector<char> buf(n * len);
-    if (H5Aread(a.get(), ft.get(), buf.data()) < 0) throw Error(path_ + ": cannot read attribute " + name);
+    if (H5Aread(a.get(), ft.get(), buf.data()) < 0) throw Error(path_ + ": cannot read " + label);
     for (size_t i = 0; i < n; ++i) out.emplace_back(std::string(&buf[i * len], strnlen(&buf[i * len], len)));
   }
   return out;
 }
 
-std::string File::attr_string(const std::string& name) const {
-  auto v = attr_strings(name);
-  if (v.size() != 1) throw Error(path_ + ": attribute " + name + " should hold one string");
+std::string File::attr_string(const std::string& name, const std::string& object) const {
+  auto v = attr_strings(name, object);
+  if (v.size() != 1) throw Error(path_ + ": " + attr_label(name, object) + " should hold one string");
   return v[0];
 }
 
 double File::attr_double(const std::string& name) const {
-  Handle a = open_attr(name);
+  Handle a = open_attr(name, "/");
   double v = 0;
   if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) throw Error(path_ + ": attribute " + name + " is not a number");
   return v;

@@ -1,9 +1,11 @@
 // Conv2D: the convolution (conv.h: im2col or Winograd, by shape), then bias and activation in
 // one pass. The kernel's (kh, kw, Cin, F) layout is Keras'.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "pitrain/conv.h"
 #include "pitrain/error.h"
+#include "pitrain/keras.h"
 #include "pitrain/layer_registry.h"
 #include "pitrain/matrix.h"
 
@@ -23,6 +25,18 @@ class Conv2D : public Layer {
   void forward(const float* x, float* y, int n, const Context& ctx) override;
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
   int64_t forward_flops() const override;
+
+  void keras_config(nlohmann::ordered_json& config) const override {
+    config["filters"] = filters_;
+    config["kernel_size"] = {k_, k_};
+    config["strides"] = {1, 1};
+    config["padding"] = same_ ? "same" : "valid";
+    config["data_format"] = "channels_last";
+    config["dilation_rate"] = {1, 1};
+    config["groups"] = 1;
+    config["activation"] = keras_activation(act_);
+    add_keras_kernel_config(config);
+  }
 
  private:
   std::string spec_args() const override {

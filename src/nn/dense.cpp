@@ -1,7 +1,9 @@
 // Dense: y = x W + b with W (in, units), Keras' kernel layout; x (n, in), y (n, units).
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "pitrain/error.h"
+#include "pitrain/keras.h"
 #include "pitrain/layer_registry.h"
 #include "pitrain/matrix.h"
 
@@ -13,6 +15,12 @@ class Dense : public Layer {
   Dense(const LayerCall& call, int units, Activation act) : Layer(call), units_(units), act_(act) {}
   Shape output_shape() const override { return {1, 1, units_, true}; }
   int64_t forward_flops() const override { return 2 * in_.size() * units_; }
+
+  void keras_config(nlohmann::ordered_json& config) const override {
+    config["units"] = units_;
+    config["activation"] = keras_activation(act_);
+    add_keras_kernel_config(config);
+  }
 
   std::vector<ParamView> params() const override {
     return {{"kernel", {in_.size(), units_}, 0}, {"bias", {units_}, in_.size() * units_}};

@@ -1,5 +1,6 @@
 // Inverted dropout: kept units are scaled by 1/(1-rate) in training, so inference is identity.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "pitrain/layer_registry.h"
 #include "pitrain/rng.h"
@@ -43,6 +44,13 @@ class Dropout : public Layer {
       return;
     }
     for (int64_t i = 0; i < count; ++i) dx[i] = dy[i] * scale_[size_t(i)];
+  }
+
+  // The rate as written (0.2, not float 0.2's 0.200000003).
+  void keras_config(nlohmann::ordered_json& config) const override {
+    config["rate"] = std::stod(spec_args());
+    config["noise_shape"] = nullptr;
+    config["seed"] = nullptr;
   }
 
  private:

@@ -1,6 +1,7 @@
 // Flatten: (H, W, C) to (H*W*C). NHWC memory is already in Keras' flatten order (channels
 // fastest), so both directions are copies.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "pitrain/layer_registry.h"
 
@@ -17,6 +18,8 @@ class Flatten : public Layer {
   void backward(const float*, const float*, float* dy, float* dx, int n) override {
     if (dx) std::copy_n(dy, n * in_.size(), dx);
   }
+
+  void keras_config(nlohmann::ordered_json& config) const override { config["data_format"] = "channels_last"; }
 };
 
 }  // namespace

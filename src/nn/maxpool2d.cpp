@@ -1,5 +1,6 @@
 // MaxPool2D 2x2, stride 2, Keras 'valid': an odd last row or column is dropped.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "pitrain/error.h"
 #include "pitrain/layer_registry.h"
@@ -14,6 +15,13 @@ class MaxPool2D : public Layer {
   void reserve(int batch) override { argmax_.resize(size_t(batch) * output_shape().size()); }
   void forward(const float* x, float* y, int n, const Context& ctx) override;
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
+
+  void keras_config(nlohmann::ordered_json& config) const override {
+    config["pool_size"] = {2, 2};
+    config["padding"] = "valid";
+    config["strides"] = {2, 2};
+    config["data_format"] = "channels_last";
+  }
 
  private:
   std::vector<uint8_t> argmax_;  // (n, out): which of the window's 4 taps held the maximum

@@ -80,4 +80,8 @@ std::string activation_arg(Activation act) {
   return act == Activation::relu ? ",relu" : act == Activation::softmax ? ",softmax" : "";
 }
 
+const char* keras_activation(Activation act) {
+  return act == Activation::relu ? "relu" : act == Activation::softmax ? "softmax" : "linear";
+}
+
 }  // namespace pitrain

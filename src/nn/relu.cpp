@@ -1,5 +1,6 @@
 // ReLU as its own layer (Keras' ReLU); Dense and Conv2D fuse theirs into add_bias instead.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "pitrain/layer_registry.h"
 
@@ -21,6 +22,12 @@ class ReLU : public Layer {
     if (!dx) return;
     const int64_t count = n * in_.size();
     for (int64_t i = 0; i < count; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  }
+
+  void keras_config(nlohmann::ordered_json& config) const override {
+    config["max_value"] = nullptr;
+    config["negative_slope"] = 0.0;
+    config["threshold"] = 0.0;
   }
 };
 

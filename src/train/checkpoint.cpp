@@ -13,11 +13,42 @@
 #include "pitrain/error.h"
 #include "pitrain/guard.h"
 #include "pitrain/h5.h"
+#include "pitrain/keras.h"
 
 namespace pitrain {
 namespace {
 
-std::string weight_path(const std::string& layer, const ParamView& p) { return "/model_weights/" + layer + "/" + p.name; }
+// Keras' HDF5 weights layout, as its model.save("x.h5") writes it and load_weights("x.h5") reads
+// it: /model_weights/conv2d/conv2d/kernel:0, the layer group listing its datasets in its attribute
+// weight_names ("conv2d/kernel:0"), the group listing the layers in layer_names.
+std::string keras_weight_name(const std::string& layer, const ParamView& p) { return keras_weight_path(layer, p) + ":0"; }
+std::string weight_path(const std::string& layer, const ParamView& p) {
+  return "/model_weights/" + layer + "/" + keras_weight_name(layer, p);
+}
+// Checkpoints from before the Keras layout (/model_weights/conv2d/kernel, no layer_names) still load.
+std::string weight_path_before_keras(const std::string& layer, const ParamView& p) {
+  return "/model_weights/" + layer + "/" + p.name;
+}
+
+void write_weights(h5::File& f, const Model& model) {
+  const auto names = model.layer_names();
+  for (size_t i = 0; i < model.layers().size(); ++i) {
+    const std::string group = "/model_weights/" + names[i];
+    f.create_group(group);  // also for a layer without weights: Keras looks each one up
+    std::vector<std::string> weight_names;
+    for (const auto& p : model.layers()[i]->params()) {
+      weight_names.push_back(keras_weight_name(names[i], p));
+      std::vector<hsize_t> dims(p.shape.begin(), p.shape.end());
+      f.write<float>(weight_path(names[i], p), dims, model.params().data() + model.param_offset(i) + p.offset);
+    }
+    f.set_bytes_attr("weight_names", weight_names, group);
+  }
+  for (const char* object : {"/", "/model_weights"}) {
+    f.set_bytes_attr("keras_version", kKerasVersion, object);
+    f.set_bytes_attr("backend", kKerasBackend, object);
+  }
+  f.set_bytes_attr("layer_names", names, "/model_weights");
+}
 
 void fsync_path(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
@@ -73,12 +104,7 @@ void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt
   const std::string tmp = path + ".tmp";
   {
     auto f = h5::File::create(tmp);
-    const auto names = model.layer_names();
-    for (size_t i = 0; i < model.layers().size(); ++i)
-      for (const auto& p : model.layers()[i]->params()) {
-        std::vector<hsize_t> dims(p.shape.begin(), p.shape.end());
-        f.write<float>(weight_path(names[i], p), dims, model.params().data() + model.param_offset(i) + p.offset);
-      }
+    write_weights(f, model);
     for (auto& [name, buf] : opt.state())
       f.write<float>("/optimizer_weights/" + name, {hsize_t(buf->size())}, buf->data());
     f.set_attr("model_spec", model.spec());
@@ -105,9 +131,10 @@ Checkpoint load_checkpoint(const std::string& path) {
   const auto class_names = f.attr_strings("class_names");
   Checkpoint c{checkpoint_model(f, class_names), class_names, {}, "", 0, {}};
   const auto names = c.model.layer_names();
+  const auto path_of = f.has_attr("layer_names", "/model_weights") ? weight_path : weight_path_before_keras;
   for (size_t i = 0; i < c.model.layers().size(); ++i)
     for (const auto& p : c.model.layers()[i]->params()) {
-      const std::string name = weight_path(names[i], p);
+      const std::string name = path_of(names[i], p);
       const auto dims = f.shape(name);
       if (std::vector<int64_t>(dims.begin(), dims.end()) != p.shape)
         throw Error(path + ": " + name + " does not have the shape its model_spec implies (corrupt checkpoint)");

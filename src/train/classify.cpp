@@ -7,15 +7,20 @@
 
 namespace pitrain {
 
-std::vector<Guess> top_classes(Model& model, const uint8_t* pixels, int k) {
-  const int classes = model.classes(), top = std::min(k, classes);
+std::vector<float> class_probabilities(Model& model, const uint8_t* pixels) {
   // Through BatchLoader: the same scaling to [0, 1] as training and evaluation.
   const Split split{std::vector<uint8_t>(pixels, pixels + kImagePixels), {0}};
   BatchLoader loader(split, 1);
   loader.reset_in_order();
   const float* logits = model.forward(loader.next().x, 1, Context{});
-  std::vector<float> p(logits, logits + classes);
-  softmax_rows(p.data(), 1, classes);
+  std::vector<float> p(logits, logits + model.classes());
+  softmax_rows(p.data(), 1, model.classes());
+  return p;
+}
+
+std::vector<Guess> top_classes(Model& model, const uint8_t* pixels, int k) {
+  const int classes = model.classes(), top = std::min(k, classes);
+  const std::vector<float> p = class_probabilities(model, pixels);
   std::vector<int> order(static_cast<size_t>(classes));
   std::iota(order.begin(), order.end(), 0);
   std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int a, int b) { return p[size_t(a)] > p[size_t(b)]; });

@@ -1,0 +1,74 @@
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "pitrain/error.h"
+#include "pitrain/export.h"
+#include "pitrain/keras.h"
+
+namespace pitrain {
+namespace {
+
+constexpr const char* kShard = "group1-shard1of1.bin";
+
+// Written beside and renamed into place: a reader never sees half a file.
+void write_file(const std::string& path, const char* data, size_t size) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(data, std::streamsize(size));
+    out.close();
+    if (!out) throw Error(tmp + ": cannot write (" + std::strerror(errno) + "); check that the folder is writable");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error(path + ": cannot replace (" + std::strerror(errno) + ")");
+}
+
+nlohmann::ordered_json metadata(const Checkpoint& ckpt) {
+  return {
+      {"class_names", ckpt.class_names},
+      {"input", "float32 (N, 28, 28, 1): 28x28 grayscale images, row by row, channels-last, each pixel / 255 "
+                "(0 black, 1 white), light drawing on black as in the training data"},
+      {"output", "float32 (N, classes): the probability of each class, in the order of class_names"},
+      {"model_spec", ckpt.model.spec()},
+      {"epoch", ckpt.state.epoch},
+      {"step", ckpt.state.step},
+  };
+}
+
+}  // namespace
+
+void export_tfjs(const Checkpoint& ckpt, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir))
+    throw Error("--tfjs " + dir + ": cannot make this folder (" + (ec ? ec.message() : "a file is in the way") +
+                "); give a new or existing folder");
+  const Model& model = ckpt.model;
+  const auto names = model.layer_names();
+  nlohmann::ordered_json weights = nlohmann::ordered_json::array();
+  std::vector<float> shard;  // the weights in manifest order
+  for (size_t i = 0; i < model.layers().size(); ++i)
+    for (const auto& p : model.layers()[i]->params()) {
+      weights.push_back({{"name", keras_weight_path(names[i], p)}, {"shape", p.shape}, {"dtype", "float32"}});
+      const auto first = model.params().begin() + model.param_offset(i) + p.offset;
+      shard.insert(shard.end(), first, first + p.size());
+    }
+  write_file(dir + "/" + kShard, reinterpret_cast<const char*>(shard.data()), shard.size() * sizeof(float));
+  const nlohmann::ordered_json json = {
+      {"format", "layers-model"},
+      {"generatedBy", "pitrain"},
+      {"convertedBy", nullptr},
+      {"modelTopology",
+       {{"keras_version", kKerasVersion}, {"backend", kKerasBackend}, {"model_config", keras_model_config(model)}}},
+      {"weightsManifest", {{{"paths", {kShard}}, {"weights", weights}}}},
+      {"userDefinedMetadata", metadata(ckpt)},
+  };
+  const std::string text = json.dump(1);
+  write_file(dir + "/model.json", text.data(), text.size());
+}
+
+}  // namespace pitrain
