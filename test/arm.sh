@@ -66,6 +66,11 @@ if [ "$(cat "$root/.pitrain-packages" 2>/dev/null)" != "$packages" ]; then
   fi
   mkdir -p "$cache"
   retry make_root
+  # The cross linker and qemu see the root from outside: its absolute symlinks (update-alternatives'
+  # BLAS and LAPACK ones) would point into the host, so they are made relative.
+  find "$root.tmp" -type l -lname '/*' | while read -r link; do
+    ln -sfn "$(realpath -s -m --relative-to="$(dirname "$link")" "$root.tmp$(readlink "$link")")" "$link"
+  done
   rm -rf "$root"
   mv "$root.tmp" "$root"
   echo "$packages" > "$root/.pitrain-packages"
