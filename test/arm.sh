@@ -87,15 +87,22 @@ if [ "$arch" = armhf ]; then
   # Under qemu-user a 32-bit readdir() fails (EOVERFLOW) on the 64-bit directory cookies of the
   # host's ext4 (a real 32-bit kernel hands out 32-bit ones), so Open MPI would find none of its
   # components: their folder is served from a tmpfs copy.
+  # Unmounted on exit: a bind-mounted /dev or source tree must not stay inside a cache folder.
+  mounts=()
+  trap 'for m in "${mounts[@]}"; do umount -R -l "$m"; done' EXIT
   mca=$root/usr/lib/$triplet/openmpi/lib/openmpi3 shm=/dev/shm/pitrain-mca-$arch
   if ! mountpoint -q "$mca"; then
     rm -rf "$shm"
     cp -a "$mca" "$shm"
     mount --bind "$shm" "$mca"
+    mounts+=("$mca")
   fi
   for dir in "$PWD" /proc /sys /dev /usr/share/datasets; do
     mkdir -p "$root$dir"
-    mountpoint -q "$root$dir" || mount --rbind "$dir" "$root$dir"
+    if ! mountpoint -q "$root$dir"; then
+      mount --rbind "$dir" "$root$dir"
+      mounts+=("$root$dir")
+    fi
   done
   # (PMIx's own components hit the same readdir: it warns that it found no compression.)
   run() { chroot "$root" env -u QEMU_LD_PREFIX PMIX_MCA_pcompress_base_silence_warning=1 "$@"; }
