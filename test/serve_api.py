@@ -1,7 +1,7 @@
 """`pitrain serve`'s API against `pitrain predict`, and every kind of bad request.
 
 Held-out images (the val split) posted to /api/predict must get the top-3 classes and
-probabilities that `pitrain predict` prints for the same images as .npy rows (to its 3 decimals),
+probabilities that `pitrain predict --json` gives for the same images as .npy rows, to 1e-5,
 and for one of them drawn dark on white in a PGM (which predict inverts back); and to 1e-5 the
 probabilities of the checkpoint's mlp computed here with NumPy from its weights. Bad requests get a 4xx with one line of
 JSON; slow and half-open clients are dropped after the read timeout while others are served."""
@@ -28,24 +28,24 @@ with open(pgm, "wb") as f:
 
 
 def predict_cli(path):
-    """Top-3 of each line `pitrain predict` prints: [[(class, p), ...], ...]. Lines are
-    "FILE[i]  name p  name p  name p" (names may hold single spaces: "ankle boot")."""
+    """Top-3 of each image `pitrain predict --json` gives: [[(class, p), ...], ...]."""
     rows = []
-    for line in run("predict", "--model", model, path).splitlines():
-        rows.append([(g.rsplit(" ", 1)[0], float(g.rsplit(" ", 1)[1])) for g in line.split("  ")[1:]])
+    for line in run("predict", "--json", "--model", model, path).splitlines():
+        p = json.loads(line)["probabilities"]
+        rows.append(sorted(p.items(), key=lambda kv: -kv[1])[:3])
     return rows
 
 
-# predict prints probabilities to 3 decimals: that is as close as its text output can be compared.
-TOLERANCE = 5e-4
+TOLERANCE = 1e-5
 
 
 def numpy_probabilities(pixels):
     """The mlp of the checkpoint (flatten dense(256,relu) dropout dense(10,softmax)), in float64."""
     with h5py.File(model, "r") as f:
         assert f.attrs["model_spec"] == "flatten dense(256,relu) dropout(0.2) dense(10,softmax)", f.attrs["model_spec"]
-        w = {name: f["model_weights/" + name][()].astype(np.float64) for name in ("dense/kernel", "dense/bias",
-                                                                                  "dense_1/kernel", "dense_1/bias")}
+        # Keras' layout: /model_weights/LAYER/LAYER/WEIGHT:0
+        w = {f"{layer}/{weight}": f[f"model_weights/{layer}/{layer}/{weight}:0"][()].astype(np.float64)
+             for layer in ("dense", "dense_1") for weight in ("kernel", "bias")}
     x = np.asarray(pixels, dtype=np.float64).reshape(784) / 255
     logits = np.maximum(x @ w["dense/kernel"] + w["dense/bias"], 0) @ w["dense_1/kernel"] + w["dense_1/bias"]
     e = np.exp(logits - logits.max())

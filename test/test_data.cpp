@@ -10,6 +10,7 @@
 #include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/h5.h"
+#include "pitrain/memory.h"
 #include "pitrain/prepare.h"
 
 using namespace pitrain;
@@ -102,6 +103,28 @@ TEST_CASE("idx: gzip and plain files; malformed headers are rejected") {
   require_error([&] { read_idx_images(dir / "shape"); }, "expected (N,28,28)");
   test::write_bytes(dir / "junk", {1, 2, 3, 4, 5});
   require_error([&] { read_idx_images(dir / "junk"); }, "not an IDX file");
+}
+
+TEST_CASE("sizes past 2^31 are computed without wrapping (32-bit Pis: size_t is 32 bits)") {
+  // A .npy v2 header length of 2^32 - 8: offset + length wraps a 32-bit size_t to 4.
+  std::vector<uint8_t> npy = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xF8, 0xFF, 0xFF, 0xFF};
+  npy.resize(64, ' ');
+  require_error([&] { parse_npy_images("long.npy", npy); }, "long.npy: truncated header");
+  // IDX dimensions 16 x (2^28 + 1): 2^32 + 16 bytes, which a 32-bit size_t wraps to the 16 there are.
+  require_error([] { parse_idx_labels("wrap", idx_bytes({16, (1u << 28) + 1}, std::vector<uint8_t>(16))); },
+                "declares more data than the file's 16 bytes");
+  // Three dimensions of 2^25 declare 2^75 bytes: the declared size saturates instead of wrapping
+  // 64 bits to 0, so the memory check refuses the file once its first 64 KB are read.
+  TempDir dir;
+  test::write_bytes(dir / "huge", idx_bytes({1u << 25, 1u << 25, 1u << 25}, std::vector<uint8_t>(1 << 16)));
+  require_error([&] { read_idx_images(dir / "huge"); }, "GB a rank, more than");
+  // A rank slice past 2 GiB does not fit a 32-bit process's address space, whatever memory the
+  // machine has (reading it would wrap the size_t of the buffer); past 2^63 bytes neither does a 64-bit one.
+  require_error([] { check_fits_memory("slice", double(PTRDIFF_MAX) + double(1 << 20), "use more ranks"); },
+                "bit process can address");
+  // Row offsets of a 3-billion-row split (uint8 rows would pass 2 GiB long before).
+  CHECK(slice_bounds(3'000'000'000, 1, 2) == std::pair<int64_t, int64_t>{1'500'000'000, 3'000'000'000});
+  CHECK(slice_bounds(int64_t(1) << 40, 3, 4).first == int64_t(3) << 38);
 }
 
 TEST_CASE("class lists come from a,b,c or from a file") {

@@ -31,7 +31,8 @@ int dispatch(int argc, char** argv, pitrain::Comm& comm) {
                                                    {"train", pitrain::cli::train},
                                                    {"evaluate", pitrain::cli::evaluate},
                                                    {"predict", pitrain::cli::predict},
-                                                   {"export", pitrain::cli::export_model}};
+                                                   {"export", pitrain::cli::export_model},
+                                                   {"serve", pitrain::cli::serve}};
 
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     if (comm.rank() == 0) std::cout << kUsage;

@@ -47,10 +47,12 @@ std::vector<uint8_t> read_file_maybe_gzip(const std::string& path, DeclaredSize 
 // the parser names what is wrong).
 uint64_t idx_declared_size(const std::string&, const std::vector<uint8_t>& head) {
   if (head.size() < 4 || head.size() < 4 + 4 * size_t(head[3])) return head.size();
+  constexpr uint64_t kCap = uint64_t(1) << 50;  // more than any machine's memory
   uint64_t count = 1;
   for (size_t i = 0; i < head[3]; ++i) {
     const uint8_t* p = &head[4 + 4 * i];
-    count = std::min<uint64_t>(count * ((uint64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]), uint64_t(1) << 50);
+    const uint64_t dim = (uint64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3];
+    count = dim != 0 && count > kCap / dim ? kCap : count * dim;  // saturates: three dims of 2^25 wrap 64 bits
   }
   return 4 + 4 * uint64_t(head[3]) + count;
 }
@@ -68,15 +70,17 @@ IdxArray parse_idx(const std::string& path, const std::vector<uint8_t>& b) {
   const size_t nd = b[3];
   if (b.size() < 4 + 4 * nd) throw Error(path + ": truncated IDX header");
   IdxArray a;
-  const size_t have = b.size() - 4 - 4 * nd;
-  size_t count = 1;
+  const uint64_t have = b.size() - 4 - 4 * nd;
+  uint64_t count = 1;
   for (size_t i = 0; i < nd; ++i) {
     const uint8_t* p = &b[4 + 4 * i];
     a.dims.push_back((int64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);
-    // Compared as we go, so that a lying header cannot overflow the product.
-    count = a.dims.back() == 0 ? 0 : count * size_t(a.dims.back());
-    if (count > have)
+    // Compared before multiplying, so that a lying header cannot wrap the product (a 32-bit
+    // size_t product could wrap to exactly the bytes the file has).
+    const uint64_t dim = uint64_t(a.dims.back());
+    if (dim != 0 && count > have / dim)
       throw Error(path + ": IDX header declares more data than the file's " + std::to_string(have) + " bytes (truncated)");
+    count *= dim;
   }
   if (have != count)
     throw Error(path + ": IDX header declares " + std::to_string(count) + " bytes of data but the file holds " +

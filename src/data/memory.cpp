@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-
+#include <cstdint>
 #include <cstdio>
 
 #include "pitrain/error.h"
@@ -20,11 +20,17 @@ uint64_t physical_memory_bytes() {
 }
 
 void check_fits_memory(const std::string& what, double bytes, const std::string& fix) {
-  const double have = double(physical_memory_bytes());
-  if (bytes <= have) return;
+  // A 32-bit process (armhf) cannot hold more than PTRDIFF_MAX (2 GiB) in one array, and a size_t
+  // cast of more would wrap, whatever memory the machine has (an 8 GB Pi 4 with a 32-bit OS).
+  const double have = double(physical_memory_bytes()), addressable = double(PTRDIFF_MAX);
+  if (bytes <= std::min(have, addressable)) return;
   char text[160];
-  std::snprintf(text, sizeof text, " needs %.3g GB a rank, more than this machine's %.3g GB of memory; ", bytes / 1e9,
-                have / 1e9);
+  if (bytes > addressable)
+    std::snprintf(text, sizeof text, " needs %.3g GB a rank, more than a %d-bit process can address (%.3g GB); ",
+                  bytes / 1e9, int(8 * sizeof(void*)), addressable / 1e9);
+  else
+    std::snprintf(text, sizeof text, " needs %.3g GB a rank, more than this machine's %.3g GB of memory; ", bytes / 1e9,
+                  have / 1e9);
   throw UsageError(what + text + fix);
 }
 

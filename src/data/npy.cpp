@@ -48,7 +48,7 @@ NpyLayout parse_npy_header(const std::string& name, const std::vector<uint8_t>& 
     header_len = b[8] | (b[9] << 8) | (size_t(b[10]) << 16) | (size_t(b[11]) << 24);
     offset = 12;
   }
-  if (b.size() < offset + header_len) fail("truncated header");
+  if (b.size() - offset < header_len) fail("truncated header");  // offset + header_len wraps a 32-bit size_t
   const std::string header(b.begin() + offset, b.begin() + offset + header_len);
   const std::string descr = dict_value(header, "descr");
   if (descr != "'|u1'" && descr != "'<u1'" && descr != "'>u1'" && descr != "'u1'")

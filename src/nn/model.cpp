@@ -65,8 +65,10 @@ void Model::reserve(int batch) {
   acts_.resize(layers_.size());
   size_t widest = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    acts_[i].assign(size_t(batch) * layers_[i]->output_shape().size(), 0.0f);
-    widest = std::max({widest, acts_[i].size(), size_t(batch) * layers_[i]->input_shape().size()});
+    // Products in int64 (Shape::size), then size_t: the batch bound (fit's memory check) keeps them in range.
+    const size_t out = size_t(batch * layers_[i]->output_shape().size()), in = size_t(batch * layers_[i]->input_shape().size());
+    acts_[i].assign(out, 0.0f);
+    widest = std::max({widest, out, in});
     layers_[i]->reserve(batch);
   }
   dlogits_.assign(size_t(batch) * classes_, 0.0f);
