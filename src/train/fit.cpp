@@ -141,17 +141,25 @@ class EpochMeter {
   double sums_[3] = {0, 0, 0};  // loss sum, correct, images
 };
 
-// Seconds of a forward and backward on this rank's first batch, averaged over at least 50 ms
-// after one to warm up (a CPU quota, as on the emulated hosts, lets a short burst run at full
-// speed): what --sync auto weighs the link against.
-double time_step(ThreadedModel& threaded, const Split& train, int batch_size) {
+// Seconds of a training step on this rank's first batch, without the sync: forward, backward and
+// the optimizer's update (on copies of the weights and a fresh optimizer, which the run does not
+// see), averaged over at least 50 ms after one to warm up (a CPU quota, as on the emulated hosts,
+// lets a short burst run at full speed). What --sync auto weighs the link against.
+double time_step(ThreadedModel& threaded, const Split& train, int batch_size, const TrainOptions& o) {
+  Model& model = threaded.model();
   BatchLoader loader(train, batch_size);
   loader.reset_in_order();
   const Batch b = loader.next();
-  threaded.forward_backward(b.x, b.y, b.n, Context{true, 0});
+  std::vector<float> params = model.params();
+  auto opt = make_optimizer(o.optimizer, model.num_params(), o.momentum);
+  auto step = [&] {
+    threaded.forward_backward(b.x, b.y, b.n, Context{true, 0});
+    opt->step(params.data(), model.grads().data(), model.num_params(), o.lr, nullptr);
+  };
+  step();
   const double t0 = now();
   int reps = 0;
-  do threaded.forward_backward(b.x, b.y, b.n, Context{true, 0});
+  do step();
   while (++reps < 3 || now() - t0 < 0.05);
   return (now() - t0) / reps;
 }
@@ -196,7 +204,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   threaded.reserve(o.batch_size);
   const std::vector<WireMatrix> matrices = weight_matrices(model);
   const SyncChoice sync_choice = o.sync_auto && ranks > 1
-      ? auto_sync(comm, o.sync, time_step(threaded, run.train.data, o.batch_size), model.num_params(), matrices)
+      ? auto_sync(comm, o.sync, time_step(threaded, run.train.data, o.batch_size, o), model.num_params(), matrices)
       : SyncChoice{o.sync, ""};
   auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), sync_choice.opts, matrices);
   BatchLoader loader(run.train.data, o.batch_size);
