@@ -86,10 +86,12 @@ void WireAverage::progress() {
 }
 
 const std::vector<float>& WireAverage::finish() {
-  for (MPI_Request next = MPI_REQUEST_NULL;; requests_.assign(1, next)) {
+  while (true) {
     comm_.wait_all(requests_);
     requests_.clear();
-    if ((next = next_phase()) == MPI_REQUEST_NULL) break;
+    const MPI_Request next = next_phase();
+    if (next == MPI_REQUEST_NULL) break;
+    requests_.push_back(next);
   }
   receive();
   return averages_;

@@ -83,7 +83,10 @@ class PowerSgdAverage : public WireAverage {
 
   // Phase 2: P averaged and orthonormalised on every rank alike, then Q = M^T P.
   MPI_Request next_phase() override {
-    if (phase_ != 1) return phase_ = 0, MPI_REQUEST_NULL;
+    if (phase_ != 1) {  // Q arrived (or nothing was in flight): the round is complete
+      phase_ = 0;
+      return MPI_REQUEST_NULL;
+    }
     float* p = first_sums_.data();
     float* q = second_.data();
     for (const WireMatrix& m : matrices_) {
