@@ -35,6 +35,16 @@ TEST_CASE("the ranks' slices cover every row once") {
   CHECK(std::equal(s.data.labels.begin(), s.data.labels.end(), full.labels.begin() + s.first_row));
 }
 
+TEST_CASE("connect_all: every pair exchanges one message, and none is left over") {
+  Comm comm;
+  comm.connect_all();
+  comm.connect_all();  // twice: a second call must pair with the second call on the other ranks
+  int pending = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &pending, MPI_STATUS_IGNORE);
+  MPI_Allreduce(MPI_IN_PLACE, &pending, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(pending == 0);
+}
+
 TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") {
   Comm comm;
   const int b = 4, P = comm.size(), classes = 3;

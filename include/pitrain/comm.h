@@ -28,6 +28,11 @@ class Comm {
   bool progress(std::vector<MPI_Request>& requests);  // lets pending collectives move on; true: all done
   void wait_all(std::vector<MPI_Request>& requests);
   void wait(MPI_Request& request);
+  // Sends a byte between every pair of ranks. Open MPI's TCP transport connects a pair at its
+  // first message, 0.1-1 s a pair on the emulated hosts: done before training, that time stays
+  // out of the first epoch and out of --sync auto's timing of the link (gloo, the peer's
+  // transport, also connects every pair when it starts).
+  void connect_all();
   // The lowest rank whose `ok` is false, or size() when all are fine; the same on every rank.
   // Lets all ranks leave together when one failed, before any waits in a training collective.
   int first_failed(bool ok);

@@ -203,6 +203,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
                             int64_t(o.warmup_epochs * double(spe))};
   threaded.reserve(o.batch_size);
   const std::vector<WireMatrix> matrices = weight_matrices(model);
+  comm.connect_all();
   const SyncChoice sync_choice = o.sync_auto && ranks > 1
       ? auto_sync(comm, o.sync, time_step(threaded, run.train.data, o.batch_size, o), model.num_params(), matrices)
       : SyncChoice{o.sync, ""};
