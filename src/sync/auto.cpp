@@ -28,7 +28,8 @@ std::string fmt(const char* f, double v) {
 std::string kb(int64_t bytes) { return fmt("%.0f KB", double(bytes) / 1e3); }
 std::string ms(double seconds) { return fmt(seconds < 0.01 ? "%.2f ms" : "%.0f ms", seconds * 1e3); }
 
-// Median seconds of `reps` allreduces of `floats` floats, after one to warm the connections.
+// Median seconds of `reps` allreduces of `floats` floats, after one to warm up (the connections
+// are made already: Comm::connect_all).
 double time_allreduce(Comm& comm, int64_t floats, int reps) {
   std::vector<float> send(size_t(floats), 1.0f), recv(send.size());
   std::vector<double> t;
