@@ -55,6 +55,10 @@ TEST_CASE("adam follows Keras' update") {
   CHECK(warm.at(0) == Approx(0.1f));
   CHECK(warm.at(2) == Approx(0.3f));
   CHECK(warm.at(10) == Approx(0.4f));
+  CHECK(lr_scale("none", 4) == 1.0f);
+  CHECK(lr_scale("linear", 4) == 4.0f);
+  CHECK(lr_scale("sqrt", 4) == 2.0f);
+  CHECK_THROWS_AS(lr_scale("cubic", 4), Error);
 }
 
 TEST_CASE("adam with a noise share of 1/4 feeds v the second moment of the mean of 4 gradients") {

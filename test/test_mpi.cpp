@@ -1,7 +1,9 @@
 // Multi-rank tests, run under mpirun -np 2 and -np 4 (also correct, if trivial, on one rank).
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <sstream>
+#include <thread>
 
 #include "helpers.h"
 #include "pitrain/checkpoint.h"
@@ -256,6 +258,33 @@ TEST_CASE("local SGD's outer optimizer: Nesterov momentum on the rounds' mean ch
       for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == Approx(float(i + 1) + anchor));
     }
   }
+  CHECK(same_on_every_rank(p));
+}
+
+TEST_CASE("local SGD that adapts: K doubles while a slow rank keeps the others waiting for the rounds") {
+  Comm comm;
+  if (comm.size() == 1) return;  // one rank has no rounds
+  const int64_t n = 4;
+  SyncOptions o;
+  o.sync_every = 2;
+  o.overlap = true;
+  o.max_sync_every = 8;
+  std::vector<float> p(size_t(n), 1.0f);
+  auto sync = make_sync_strategy(comm, p.data(), n, o);
+  std::vector<int> every_at;  // K after each step
+  for (int step = 0; step < 60; ++step) {
+    // Rank 0 takes 20 ms a step, the others none: they wait for every round to finish.
+    if (comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (float& x : p) x += 0.125f * float(comm.rank() + 1);
+    sync->after_update(p.data(), step);
+    CHECK(sync->agreed_stop(step, 0) == 0);
+    every_at.push_back(sync->sync_every());
+  }
+  CHECK(every_at.front() == 2);
+  CHECK(every_at.back() == 8);  // and never beyond max_sync_every
+  std::vector<float> every(every_at.begin(), every_at.end());
+  CHECK(same_on_every_rank(every));  // every rank changed K after the same step
+  sync->agree(p.data(), 59);
   CHECK(same_on_every_rank(p));
 }
 

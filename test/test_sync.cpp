@@ -106,7 +106,26 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(wlan.opts.overlap);
   CHECK(wlan.opts.outer_momentum > 0);
   CHECK(wlan.why.find("rounds every 16 steps, overlapped in powersgd rank 4") == 0);
+  CHECK_FALSE(wlan.opts.max_sync_every);  // PowerSGD's K stays
   const SyncChoice hopeless = choose(0.1, 0.1, 0.001);
   CHECK(hopeless.opts.sync_every == 64);
   CHECK(hopeless.why.find("still too slow a link") != std::string::npos);
+  CHECK_FALSE(fast.opts.max_sync_every);
+}
+
+TEST_CASE("--sync auto: int8 rounds at a larger K before PowerSGD's low rank") {
+  // The cnn (42,831 parameters) on the emulated wlan: int8's 44 KB take 29 ms a round.
+  const int64_t n = 42831;
+  const std::vector<WireMatrix> kernels = {{0, 9, 32}, {320, 288, 64}, {18816, 1600, 15}};
+  auto choose = [&](double step) {
+    return choose_sync(SyncOptions{}, step, LinkTiming{0.25e-3, 1 / 1.5e6}, n, kernels);
+  };
+  const SyncChoice slow_steps = choose(0.015);  // 2 steps of 15 ms hide a round
+  CHECK(slow_steps.opts.wire == WireType::int8);
+  CHECK(slow_steps.opts.sync_every == 2);
+  CHECK(slow_steps.opts.max_sync_every == 16);  // and may double during the run
+  const SyncChoice fast_steps = choose(0.013);  // 2 steps of 13 ms do not: 4, not PowerSGD at 2
+  CHECK(fast_steps.opts.wire == WireType::int8);
+  CHECK(fast_steps.opts.sync_every == 4);
+  CHECK(fast_steps.opts.outer_momentum == 0);
 }

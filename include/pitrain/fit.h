@@ -24,7 +24,7 @@ struct TrainOptions {
   int batch_size = 32;          // per rank
   float lr = 1e-3f;
   float momentum = 0.0f;        // sgd only
-  bool linear_lr_scaling = false;  // lr x ranks, reached by a linear warm-up
+  std::string lr_scaling = "none";  // lr_scale()'s rule, reached by a linear warm-up
   double warmup_epochs = 0;
   uint64_t seed = 0;
   int threads = 0;              // 0: the node's cores / ranks on the node
@@ -49,6 +49,7 @@ struct EpochResult {
   int64_t steps = 0;       // run in this epoch (fewer after a resume mid-epoch)
   int64_t bytes_sent = 0;  // by this rank, to collectives
   int64_t collectives = 0;  // allreduces this rank started
+  int sync_every = 1;       // steps between the ranks' meetings at the epoch's end
 };
 
 struct TrainResult {

@@ -25,18 +25,23 @@ class StopSignals {
 // The ranks agree on stopping at the steps where they communicate anyway: a vote started at
 // one such step is read at the next, so it never waits on the network by itself.
 // The vote also carries rank 0's clock for --checkpoint-seconds: kSaveVote (1, below SIGINT's
-// and SIGTERM's numbers, so a signal wins) asks every rank to save at the same step and go on.
+// and SIGTERM's numbers, so a signal wins) asks every rank to save at the same step and go on;
+// and, for local SGD that adapts its rounds, how long the slowest rank waited for its last round.
 constexpr int kSaveVote = 1;
+struct Vote {
+  int signal = 0;      // 0, kSaveVote, SIGINT or SIGTERM: the largest wins
+  int round_wait = 0;  // per mille of the last round's steps spent waiting for it: the largest wins
+};
 class StopVote {
  public:
   explicit StopVote(Comm& comm) : comm_(comm) {}
   ~StopVote();
-  // Returns the signal (0 if none) that any rank had at the previous vote; starts the next one.
-  int exchange(int local_signal);
+  // Returns what the ranks voted at the previous vote (all 0 at the first); starts the next one.
+  Vote exchange(Vote local);
 
  private:
   Comm& comm_;
-  int vote_ = 0;
+  int vote_[2] = {0, 0};  // signal, round_wait
   MPI_Request request_ = MPI_REQUEST_NULL;
 };
 

@@ -70,6 +70,11 @@ class Sgd : public Optimizer {
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, int64_t n, float momentum);
 std::vector<std::string> optimizer_names();
 
+// What --lr-scaling multiplies the lr by for a global batch of `ranks` batches: none (1), linear
+// (ranks: SGD's rule, Goyal et al., 2017) or sqrt (sqrt(ranks): Adam's, Malladi et al., 2022).
+float lr_scale(const std::string& rule, int ranks);
+std::vector<std::string> lr_scaling_names();
+
 // Constant, or a linear warm-up from `start` to `peak` over `warmup_steps` (Goyal et al.).
 struct LrSchedule {
   float start = 1e-3f, peak = 1e-3f;

@@ -30,6 +30,9 @@ struct SyncOptions {
   // average during the next K steps, and apply the average (plus those steps) one round late.
   bool overlap = false;
   int64_t bucket_bytes = 1 << 20;
+  // Overlapped local SGD (--sync auto): K doubles, up to this, after two rounds in a row made the
+  // slowest rank wait more than a fifth of their time for them to finish. 0: K stays as given.
+  int max_sync_every = 0;
 };
 
 // One step, as fit() calls it (`step` is global and 0-based):
@@ -52,10 +55,21 @@ class SyncStrategy {
   virtual void agree(float* params, int64_t step) = 0;
   // The stop signal every rank agrees on after `step` (0: go on). The vote rides on the steps
   // that communicate anyway, so it never waits on the network by itself.
-  int agreed_stop(int64_t step, int local_signal) { return votes_at(step) ? vote_.exchange(local_signal) : 0; }
+  int agreed_stop(int64_t step, int local_signal) {
+    if (!votes_at(step)) return 0;
+    const Vote agreed = vote_.exchange({local_signal, round_wait()});
+    pace(step, agreed.round_wait);
+    return agreed.signal;
+  }
+  // Steps between the ranks' meetings now (1: every step).
+  virtual int sync_every() const { return 1; }
 
  protected:
   virtual bool votes_at(int64_t step) const = 0;
+  // Per mille of this rank's last round spent waiting for it to finish, for the vote (0: no rounds).
+  virtual int round_wait() { return 0; }
+  // The largest round_wait() of the previous vote, read at `step`: where a strategy may change K.
+  virtual void pace(int64_t, int) {}
 
  private:
   StopVote vote_;
@@ -98,10 +112,11 @@ struct SyncChoice {
 };
 
 // The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,
-// then local SGD rounds every 2 to 64 steps in bf16, int8 or PowerSGD, overlapped), whose
-// communication costs the step at most a fifth on this link (an overlapped round: it takes no
-// longer than the K steps it hides behind); else the most frugal. A pure function: every rank
-// that passes the same figures gets the same choice.
+// then local SGD rounds every 2 to 16 steps in bf16 or int8, then every 2 to 64 in PowerSGD,
+// overlapped), whose communication costs the step at most a fifth on this link (an overlapped
+// round: it takes no longer than the K steps it hides behind); else the most frugal. bf16 and
+// int8 rounds may then double K during the run, up to 16 (max_sync_every). A pure function:
+// every rank that passes the same figures gets the same choice.
 SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link, int64_t n_params,
                        const std::vector<WireMatrix>& matrices);
 // Times allreduces of one float and of 64 KB (collective), agrees with the other ranks on the

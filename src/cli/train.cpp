@@ -15,7 +15,7 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(o.lr > 0 && std::isfinite(o.lr), "--lr must be a positive number");
   require(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1)");
   require_choice("--optimizer", o.optimizer, optimizer_names());
-  require_choice("--lr-scaling", r["lr-scaling"].as<std::string>(), {"none", "linear"});
+  require_choice("--lr-scaling", o.lr_scaling, lr_scaling_names());
   require(o.warmup_epochs >= 0, "--warmup-epochs must be 0 or positive");
   require(o.threads >= 0 && o.threads <= 1024, "--threads must be 0 (automatic) or 1 to 1024, got " + std::to_string(o.threads));
   require(o.expect_ranks >= 0, "--expect-ranks must be 0 (any) or positive, got " + std::to_string(o.expect_ranks));
@@ -54,8 +54,8 @@ int train(int argc, char** argv, Comm& comm) {
     ("optimizer", "adam or sgd", cxxopts::value(o.optimizer)->default_value("adam"))
     ("lr", "Learning rate", cxxopts::value(o.lr)->default_value("0.001"))
     ("momentum", "SGD momentum", cxxopts::value(o.momentum)->default_value("0"))
-    ("lr-scaling", "none, or linear: lr x ranks after a linear warm-up", cxxopts::value<std::string>()->default_value("none"))
-    ("warmup-epochs", "Epochs of linear warm-up with --lr-scaling linear", cxxopts::value(o.warmup_epochs)->default_value("0"))
+    ("lr-scaling", "none; linear: lr x ranks (SGD); sqrt: lr x sqrt(ranks) (Adam); after a linear warm-up", cxxopts::value(o.lr_scaling)->default_value("none"))
+    ("warmup-epochs", "Epochs of linear warm-up with --lr-scaling", cxxopts::value(o.warmup_epochs)->default_value("0"))
     ("seed", "Seed of weights, shuffles and dropout", cxxopts::value(o.seed)->default_value("0"))
     ("threads", "Compute threads a rank (0 = cores / ranks on the node)", cxxopts::value(o.threads)->default_value("0"))
     ("checkpoint", "Checkpoint file, written atomically by rank 0", cxxopts::value(o.checkpoint))
@@ -89,7 +89,6 @@ int train(int argc, char** argv, Comm& comm) {
   if (!parse(options, argc, argv, comm, r)) return 0;
   check_train_flags(o, r);
   if (!o.resume.empty() && !r.count("model")) o.model.clear();  // the checkpoint's model
-  o.linear_lr_scaling = r["lr-scaling"].as<std::string>() == "linear";
   o.sync.wire = *wire_type_named(r["grad-dtype"].as<std::string>());
   o.sync_auto = r["sync"].as<std::string>() == "auto";
   o.sync.bucket_bytes = r["bucket-kb"].as<int64_t>() * 1024;

@@ -89,6 +89,15 @@ std::vector<std::string> optimizer_names() {
   return names;
 }
 
+float lr_scale(const std::string& rule, int ranks) {
+  if (rule == "linear") return float(ranks);
+  if (rule == "sqrt") return std::sqrt(float(ranks));
+  if (rule == "none") return 1.0f;
+  throw Error("unknown --lr-scaling " + rule + " (none, linear or sqrt)");
+}
+
+std::vector<std::string> lr_scaling_names() { return {"none", "linear", "sqrt"}; }
+
 float LrSchedule::at(int64_t step) const {
   if (step >= warmup_steps) return peak;
   return start + (peak - start) * float(step) / float(warmup_steps);

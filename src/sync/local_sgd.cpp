@@ -5,21 +5,32 @@
 // triple the traffic. The first sync_warmup steps average gradients, as per-step sync does.
 // An outer optimizer (DiLoCo, Douillard et al., 2023) may move the anchor by more than the mean
 // change: Nesterov momentum over the rounds, which keeps large K accurate.
+// With max_sync_every (--sync auto) K doubles while the slowest rank waits for the overlapped
+// rounds: MPI moves a nonblocking allreduce only inside MPI calls, a few a step, so a round
+// that takes two steps on an idle link may need more steps' worth of calls beside training.
+#include <mpi.h>
+
 #include <algorithm>
+#include <utility>
 
 #include "pitrain/sync.h"
 
 namespace pitrain {
 namespace {
 
+constexpr int kSlowRoundWait = 200;  // per mille: a fifth of the round's steps spent waiting
+
 class LocalSgd : public SyncStrategy {
  public:
   LocalSgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts, const std::vector<WireMatrix>& matrices)
       : SyncStrategy(comm),
+        comm_(comm),
         per_step_(comm, n, opts, matrices),
         ranks_(comm.size()),
         every_(opts.sync_every),
+        max_every_(opts.overlap ? opts.max_sync_every : 0),
         warmup_(opts.sync_warmup),
+        first_(opts.sync_warmup),
         overlap_(opts.overlap),
         outer_lr_(opts.outer_lr),
         outer_momentum_(opts.outer_momentum),
@@ -45,7 +56,7 @@ class LocalSgd : public SyncStrategy {
       if (step + 1 == warmup_) std::copy(params, params + anchor_.size(), anchor_.begin());
       return;
     }
-    if ((step + 1 - warmup_) % every_ == 0) round(params, step);
+    if (round_after(step)) round(params, step);
     per_step_.wire().progress();
   }
 
@@ -56,15 +67,41 @@ class LocalSgd : public SyncStrategy {
     per_step_.wire().progress();
   }
 
+  int sync_every() const override { return every_; }
+
  protected:
-  bool votes_at(int64_t step) const override { return step < warmup_ || (step + 1 - warmup_) % every_ == 0; }
+  bool votes_at(int64_t step) const override { return step < warmup_ || round_after(step); }
+
+  int round_wait() override { return std::exchange(round_wait_, 0); }
+
+  // K doubles after two slow rounds in a row (one alone may be a hiccup: a late rank, the
+  // kernel's scheduler). The vote read now was cast when the last round finished; after a
+  // change of K, the next one still tells of a round of the old K.
+  void pace(int64_t step, int agreed_wait) override {
+    if (std::exchange(stale_vote_, false) || every_ >= max_every_) return;
+    slow_rounds_ = agreed_wait > kSlowRoundWait ? slow_rounds_ + 1 : 0;
+    if (slow_rounds_ < 2) return;
+    every_ *= 2;
+    first_ = step + 1;
+    slow_rounds_ = 0;
+    stale_vote_ = true;
+  }
 
  private:
+  // Rounds follow every K steps from step first_ on (K and first_ change when K doubles).
+  bool round_after(int64_t step) const { return step >= first_ && (step + 1 - first_) % every_ == 0; }
+
   // Applies the round in flight, if any, and starts one of what was learnt since the anchor.
   void round(float* params, int64_t step) {
     if (step == started_after_) return;
+    if (round_step_ >= 0 && max_every_ > 0) {  // overlapped: how long did its steps leave it short?
+      const double waited = comm_.mpi_seconds();
+      finish_round(params, step);
+      round_wait_ = int(1000 * (comm_.mpi_seconds() - waited) / std::max(MPI_Wtime() - round_started_at_, 1e-9));
+    }
     finish_round(params, step);
     for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i];
+    round_started_at_ = MPI_Wtime();
     per_step_.wire().start(delta_.data(), 0, int64_t(delta_.size()));
     round_step_ = started_after_ = step;
     if (!overlap_) finish_round(params, step);
@@ -93,15 +130,20 @@ class LocalSgd : public SyncStrategy {
     return outer_lr_ * (mean + outer_momentum_ * m);
   }
 
+  Comm& comm_;
   PerStepSync per_step_;  // the warm-up, and the wire the rounds travel on
-  int ranks_, every_;
-  int64_t warmup_;
+  int ranks_, every_, max_every_;
+  int64_t warmup_, first_;
   bool overlap_;
   float outer_lr_, outer_momentum_;
   std::vector<float> anchor_, delta_;  // (n) the last common parameters; what this rank sent
   std::vector<float> momentum_;        // (n) the outer momentum, the same on every rank; empty without
   int64_t started_after_ = -1;         // the last step after which a round started
   int64_t round_step_ = -1;            // the step whose round is in flight; -1: none
+  double round_started_at_ = 0;        // MPI_Wtime() of its start
+  int round_wait_ = 0;                 // per mille of the last round's time spent in its finish
+  int slow_rounds_ = 0;                // agreed slow in a row
+  bool stale_vote_ = false;
 };
 
 }  // namespace

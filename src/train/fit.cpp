@@ -3,7 +3,6 @@
 #include "pitrain/fit.h"
 
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <optional>
@@ -199,7 +198,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   RunState& state = run.state;
   const int64_t largest_slice = (run.train.total_rows + ranks - 1) / ranks;
   const int64_t spe = o.steps_per_epoch ? o.steps_per_epoch : (largest_slice + o.batch_size - 1) / o.batch_size;
-  const LrSchedule schedule{o.lr, o.lr * (o.linear_lr_scaling ? float(ranks) : 1.0f),
+  const LrSchedule schedule{o.lr, o.lr * lr_scale(o.lr_scaling, ranks),
                             int64_t(o.warmup_epochs * double(spe))};
   threaded.reserve(o.batch_size);
   const std::vector<WireMatrix> matrices = weight_matrices(model);
@@ -276,6 +275,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
     watchdog.beat(state.step);
     sync->agree(model.params().data(), state.step - 1);  // validate the ranks' common model
     EpochResult r = meter.result(epoch, spe - first_step, comm);
+    r.sync_every = sync->sync_every();
     const Evaluation v = evaluate(threaded, run.val.data, comm);
     r.val_loss = v.loss, r.val_accuracy = v.accuracy;
     report.end_epoch(r);

@@ -42,15 +42,15 @@ StopSignals::~StopSignals() {
 
 int StopSignals::requested() const { return g_signal; }
 
-int StopVote::exchange(int local_signal) {
-  if (comm_.size() == 1) return local_signal;
-  int agreed = 0;
+Vote StopVote::exchange(Vote local) {
+  if (comm_.size() == 1) return local;
+  Vote agreed;
   if (request_ != MPI_REQUEST_NULL) {
     comm_.wait(request_);
-    agreed = vote_;
+    agreed = {vote_[0], vote_[1]};
   }
-  vote_ = local_signal;
-  comm_.start_allreduce(MPI_IN_PLACE, &vote_, 1, MPI_INT, MPI_MAX, &request_);
+  vote_[0] = local.signal, vote_[1] = local.round_wait;
+  comm_.start_allreduce(MPI_IN_PLACE, vote_, 2, MPI_INT, MPI_MAX, &request_);
   return agreed;
 }
 

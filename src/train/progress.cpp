@@ -96,7 +96,8 @@ void TrainReport::end_epoch(const EpochResult& r) {
                            fmt("%.0fms/step", 1e3 * r.seconds / double(r.steps)) + metrics(r.loss, r.accuracy) +
                            " - val_loss: " + fmt("%.4f", r.val_loss) + " - val_accuracy: " + fmt("%.4f", r.val_accuracy) +
                            " - mpi: " + fmt("%.0f%%", 100 * r.mpi_seconds / r.seconds) + " " +
-                           bytes_text(double(r.bytes_sent) / double(r.steps)) + "/step";
+                           bytes_text(double(r.bytes_sent) / double(r.steps)) + "/step" +
+                           (r.sync_every > 1 ? " - sync every " + std::to_string(r.sync_every) : "");
   if (live_)
     out_ << "\r" << line << "\033[K\n";
   else
@@ -141,6 +142,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"gemm", gemm_backend()},
       {"sync", opts_.sync_auto ? "auto" : "manual"},
       {"sync_every", run_.sync.opts.sync_every},
+      {"sync_every_last", last_.sync_every},
       {"grad_dtype", wire_type_name(run_.sync.opts.wire)},
       {"error_feedback", run_.sync.opts.error_feedback},
       {"overlap", run_.sync.opts.overlap},
