@@ -129,3 +129,35 @@ TEST_CASE("--sync auto: int8 rounds at a larger K before PowerSGD's low rank") {
   CHECK(fast_steps.opts.sync_every == 4);
   CHECK(fast_steps.opts.outer_momentum == 0);
 }
+
+TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of the old K, up to the maximum") {
+  const int slow = 500, fast = 100;
+  RoundPace pace(2, 8);
+  CHECK(pace.adapts());
+  CHECK_FALSE(pace.update(slow));
+  CHECK_FALSE(pace.update(fast));  // not in a row
+  CHECK_FALSE(pace.update(slow));
+  CHECK_FALSE(pace.update(kNotTimed));  // a round cut short: counts neither way
+  CHECK(pace.update(slow));
+  CHECK(pace.every() == 4);
+  CHECK_FALSE(pace.update(slow));  // told of a round of K = 2
+  CHECK_FALSE(pace.update(slow));
+  CHECK(pace.update(slow));
+  CHECK(pace.every() == 8);
+  CHECK_FALSE(pace.adapts());
+  for (int i = 0; i < 4; ++i) CHECK_FALSE(pace.update(slow));
+  CHECK(pace.every() == 8);
+  RoundPace odd(3, 8);  // never past the maximum
+  odd.update(slow);
+  odd.update(slow);
+  CHECK(odd.every() == 6);
+  odd.update(slow);
+  odd.update(slow);
+  odd.update(slow);
+  CHECK(odd.every() == 8);
+  RoundPace fixed(4, 0);  // max_sync_every 0: K stays
+  CHECK_FALSE(fixed.adapts());
+  CHECK_FALSE(fixed.update(slow));
+  CHECK_FALSE(fixed.update(slow));
+  CHECK(fixed.every() == 4);
+}

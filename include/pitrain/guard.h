@@ -26,11 +26,13 @@ class StopSignals {
 // one such step is read at the next, so it never waits on the network by itself.
 // The vote also carries rank 0's clock for --checkpoint-seconds: kSaveVote (1, below SIGINT's
 // and SIGTERM's numbers, so a signal wins) asks every rank to save at the same step and go on;
-// and, for local SGD that adapts its rounds, how long the slowest rank waited for its last round.
+// and, for local SGD that adapts its rounds, how long the rank that waited longest waited for its
+// last round.
 constexpr int kSaveVote = 1;
+constexpr int kNotTimed = -1;  // round_wait of a vote when no round was timed (the same on every rank)
 struct Vote {
   int signal = 0;      // 0, kSaveVote, SIGINT or SIGTERM: the largest wins
-  int round_wait = 0;  // per mille of the last round's steps spent waiting for it: the largest wins
+  int round_wait = 0;  // per mille of the last round's time spent waiting for it: the largest wins
 };
 class StopVote {
  public:

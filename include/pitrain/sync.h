@@ -30,8 +30,8 @@ struct SyncOptions {
   // average during the next K steps, and apply the average (plus those steps) one round late.
   bool overlap = false;
   int64_t bucket_bytes = 1 << 20;
-  // Overlapped local SGD (--sync auto): K doubles, up to this, after two rounds in a row made the
-  // slowest rank wait more than a fifth of their time for them to finish. 0: K stays as given.
+  // Overlapped local SGD (--sync auto): K doubles, up to this, after two rounds in a row made a
+  // rank wait more than a fifth of their time for them to finish. 0: K stays as given.
   int max_sync_every = 0;
 };
 
@@ -57,7 +57,7 @@ class SyncStrategy {
   // that communicate anyway, so it never waits on the network by itself.
   int agreed_stop(int64_t step, int local_signal) {
     if (!votes_at(step)) return 0;
-    const Vote agreed = vote_.exchange({local_signal, round_wait()});
+    const Vote agreed = vote_.exchange({local_signal, take_round_wait()});
     pace(step, agreed.round_wait);
     return agreed.signal;
   }
@@ -66,9 +66,10 @@ class SyncStrategy {
 
  protected:
   virtual bool votes_at(int64_t step) const = 0;
-  // Per mille of this rank's last round spent waiting for it to finish, for the vote (0: no rounds).
-  virtual int round_wait() { return 0; }
-  // The largest round_wait() of the previous vote, read at `step`: where a strategy may change K.
+  // Per mille of this rank's last round spent waiting for it to finish, for the vote (then
+  // kNotTimed until the next round is timed).
+  virtual int take_round_wait() { return kNotTimed; }
+  // The largest take_round_wait() of the previous vote, read at `step`: where a strategy may change K.
   virtual void pace(int64_t, int) {}
 
  private:
@@ -92,6 +93,23 @@ class PerStepSync : public SyncStrategy {
   std::unique_ptr<WireAverage> wire_;
   int64_t bucket_ = 0;          // floats a bucket with overlap; 0: one allreduce after backward
   int64_t started_down_to_;     // gradients [started_down_to_, n) are in flight
+};
+
+// Local SGD's K with max_sync_every: doubles (up to max_every) after two votes in a row said
+// the rounds kept a rank waiting over a fifth of their time. Fed the same votes, every rank
+// holds the same K.
+class RoundPace {
+ public:
+  RoundPace(int every, int max_every) : every_(every), max_every_(max_every) {}
+  int every() const { return every_; }
+  bool adapts() const { return every_ < max_every_; }  // K may still grow: time the rounds
+  // The largest take_round_wait() of a vote, in the order read; true when K doubled.
+  bool update(int agreed_wait);
+
+ private:
+  int every_, max_every_;
+  int slow_rounds_ = 0;      // votes in a row that said slow
+  bool stale_vote_ = false;  // the next vote tells of a round of the old K
 };
 
 // The strategy the options ask for, given the parameters every rank starts from and the 2-D

@@ -3,6 +3,7 @@
 #include "pitrain/fit.h"
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <optional>
