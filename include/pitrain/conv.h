@@ -1,8 +1,9 @@
 // The convolution proper of Conv2D (no bias, no activation), stride 1, NHWC, Keras' kernel
 // layout (k, k, Cin, F): two algorithms behind one interface, chosen per layer shape.
 //   im2col    patches (n*Ho*Wo, k*k*Cin) times the kernel: one GEMM a pass; any k
-//   Winograd  F(2x2, 3x3): each 2x2 output tile from a 4x4 input tile in 16 GEMMs of
-//             (tiles, Cin) x (Cin, F), 2.25x fewer multiplications (Lavin and Gray, 2016); 3x3 only
+//   Winograd  F(m x m, 3x3), m = 2 or 4: each m x m output tile from an (m+2) x (m+2) input tile
+//             in (m+2)^2 GEMMs of (tiles, Cin) x (Cin, F), 2.25x (m = 2) or 4x (m = 4) fewer
+//             multiplications (Lavin and Gray, 2016); 3x3 only
 #pragma once
 #include <memory>
 
@@ -21,7 +22,9 @@ class ConvAlgorithm {
 };
 
 std::unique_ptr<ConvAlgorithm> make_im2col_conv(Shape in, Shape out, int k, int pad_top, int pad_left);
-std::unique_ptr<ConvAlgorithm> make_winograd_conv(Shape in, Shape out, int pad_top, int pad_left);
+// tile: m, 2 or 4. winograd_tile: the m whose tiles cover the output with the fewest GEMM rows.
+std::unique_ptr<ConvAlgorithm> make_winograd_conv(Shape in, Shape out, int pad_top, int pad_left, int tile);
+int winograd_tile(Shape out);
 
 // Which one, by measurement (bench/RESULTS.md, threads and the single-thread engine): Winograd for 3x3 kernels over
 // enough input channels that its (tiles, Cin) x (Cin, F) GEMMs run near full speed; else im2col.

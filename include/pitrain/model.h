@@ -39,6 +39,9 @@ class Model {
   int64_t param_offset(size_t layer) const { return offsets_[layer]; }
   int64_t num_params() const { return int64_t(grads_.size()); }
   int64_t forward_flops() const;  // per sample
+  // Floats a sample needs in reserve() and the layers' buffers, about: each layer's input and
+  // output, forward and backward.
+  int64_t activation_floats() const;
 
   std::vector<float>& params() { return params_; }
   std::vector<float>& grads() { return grads_; }

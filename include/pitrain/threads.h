@@ -54,10 +54,11 @@ class ThreadPool {
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
 // being rows [s n / S, (s + 1) n / S), each computed on its own copy of the layers' scratch and
 // its own gradient buffer (share 0 on the model itself), reading the model's parameters; the
-// threads take shares as they come free (S is twice the threads, so a thread that the OS holds
-// back leaves its second share to another), and the shares' gradients are summed in share
-// order: the result depends on S, never on which thread ran what. A share costs work per
-// parameter whatever its rows (its weight gradients, their sum), so a batch is split only into
+// threads take shares as they come free, and the shares' gradients are summed in share order:
+// the result depends on S, never on which thread ran what. S is twice the threads (a thread that
+// the OS holds back leaves its second share to another), or more where a share's activations
+// would pass kShareBytes (shares that stay in cache pay even on one thread). A share costs work
+// per parameter whatever its rows (its weight gradients, their sum), so a batch is cut only into
 // shares of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits from batch 2,
 // `mlp` (few FLOPs per weight) only at large batches.
 class ThreadedModel {
@@ -66,7 +67,7 @@ class ThreadedModel {
   Model& model() { return model_; }
   ThreadPool& pool() { return pool_; }
   void reserve(int batch);
-  // model().grads() = the gradient of the mean loss over the n rows. With one thread, `ready`
+  // model().grads() = the gradient of the mean loss over the n rows. With one share, `ready`
   // is called as backward makes each layer's gradients (Model::backward); with more, once at
   // the end with lo = 0.
   LossStats forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
@@ -76,22 +77,26 @@ class ThreadedModel {
   using ShareLogits = std::function<void(int s, const float* logits, int first, int rows)>;
   void forward(const float* x, int n, const ShareLogits& share);
   int shares(int n) const;  // how many shares a batch of n rows is cut into
-  int max_shares() const { return int(copies_.size()) + 1; }
 
  private:
   Model& model_;
   ThreadPool& pool_;
   // Runs share(s, first, rows) for the shares of n rows, on the pool's threads.
   void for_each_share(int n, const std::function<void(int s, int first, int rows)>& share);
+  void add_copies(int count);     // enough for `count` shares
   std::vector<Model> copies_;     // shares 1..: the model's layers, own scratch and gradients
   std::vector<LossStats> stats_;  // of each share of the last batch
   double flops_per_row_per_param_;  // training FLOPs (3x forward) of one row, per parameter
+  double bytes_per_row_;            // activations of one row (Model::activation_floats)
   Model& of_share(int s) { return s == 0 ? model_ : copies_[size_t(s - 1)]; }
 };
 
 // By measurement (bench/RESULTS.md, threads): mlp at batch 32 (190 FLOPs per parameter) was
 // slower on 2 threads than on 1, at batch 128 (770) faster; cnn gains from batch 8 (2,700).
 constexpr double kMinFlopsPerParam = 300;
+// By measurement (bench/RESULTS.md, shares that stay in cache): cnn on 1 thread ran fastest in
+// shares of 8 rows (5 MB of activations), 6-12 % faster than whole batches of 32 or 128.
+constexpr double kShareBytes = 6 << 20;
 constexpr int kSpinMicros = 100;
 
 // The node's cores shared among the ranks on it (at least 1): --threads 0.

@@ -72,7 +72,7 @@ std::unique_ptr<ConvAlgorithm> make_im2col_conv(Shape in, Shape out, int k, int 
 }
 
 std::unique_ptr<ConvAlgorithm> make_conv_algorithm(Shape in, Shape out, int k, int pad_top, int pad_left) {
-  if (k == 3 && in.c >= kWinogradMinChannels) return make_winograd_conv(in, out, pad_top, pad_left);
+  if (k == 3 && in.c >= kWinogradMinChannels) return make_winograd_conv(in, out, pad_top, pad_left, winograd_tile(out));
   return make_im2col_conv(in, out, k, pad_top, pad_left);
 }
 

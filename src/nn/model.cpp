@@ -49,6 +49,12 @@ std::vector<std::string> Model::layer_names() const {
   return names;
 }
 
+int64_t Model::activation_floats() const {
+  int64_t n = 0;
+  for (const auto& l : layers_) n += 2 * (l->input_shape().size() + l->output_shape().size());
+  return n;
+}
+
 int64_t Model::forward_flops() const {
   int64_t f = 0;
   for (auto& l : layers_) f += l->forward_flops();

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 
 #include "pitrain/image_files.h"
 #include "pitrain/matrix.h"
@@ -10,23 +11,32 @@ namespace pitrain {
 ThreadedModel::ThreadedModel(Model& model, ThreadPool& pool)
     : model_(model),
       pool_(pool),
-      stats_(static_cast<size_t>(pool.size() > 1 ? 2 * pool.size() : 1)),
-      flops_per_row_per_param_(3.0 * double(model.forward_flops()) / double(model.num_params())) {
+      flops_per_row_per_param_(3.0 * double(model.forward_flops()) / double(model.num_params())),
+      bytes_per_row_(double(model.activation_floats()) * sizeof(float)) {
   set_gemm_threads(1);
-  for (size_t s = 1; s < stats_.size(); ++s) copies_.push_back(Model::sharing_params(model));
 }
 
 int ThreadedModel::shares(int n) const {
-  return std::clamp(int(double(n) * flops_per_row_per_param_ / kMinFlopsPerParam), 1, max_shares());
+  const int for_threads = pool_.size() > 1 ? 2 * pool_.size() : 1;
+  const int for_cache = int(std::ceil(double(n) * bytes_per_row_ / double(kShareBytes)));
+  const int most = int(double(n) * flops_per_row_per_param_ / kMinFlopsPerParam);
+  return std::clamp(std::max(for_threads, for_cache), 1, std::max(most, 1));
 }
 
 void ThreadedModel::reserve(int batch) {
   const int count = shares(batch);
+  add_copies(count);
   for (int s = 0; s < count; ++s) of_share(s).reserve((batch + count - 1) / count);
+}
+
+void ThreadedModel::add_copies(int count) {
+  while (int(copies_.size()) + 1 < count) copies_.push_back(Model::sharing_params(model_));
+  if (int(stats_.size()) < count) stats_.resize(size_t(count));
 }
 
 void ThreadedModel::for_each_share(int n, const std::function<void(int, int, int)>& share) {
   const int count = shares(n);
+  add_copies(count);
   pool_.run(count, [&](int s) { share(s, n * s / count, n * (s + 1) / count - n * s / count); });
 }
 

@@ -25,14 +25,6 @@ namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Floats a batch row needs in Model::reserve and the layers' buffers, about: each layer's input
-// and output, forward and backward.
-int64_t activation_floats(const Model& model) {
-  int64_t n = 0;
-  for (const auto& l : model.layers()) n += 2 * (l->input_shape().size() + l->output_shape().size());
-  return n;
-}
-
 // What a rank trains: its data, the model, the optimizer and where the run stands.
 struct Run {
   RankSlice train, val;
@@ -69,7 +61,7 @@ Run start_run(const TrainOptions& o, Comm& comm) {
     // Inside: a model too large for this machine's memory may fail on some ranks only.
     model.emplace(ckpt ? std::move(ckpt->model) : Model(spec, int(train.class_names.size())));
     check_fits_memory("--batch-size " + std::to_string(o.batch_size) + " with this model",
-                      double(o.batch_size) * double(activation_floats(*model)) * sizeof(float),
+                      double(o.batch_size) * double(model->activation_floats()) * sizeof(float),
                       "use a smaller --batch-size");
     check_fits_memory("--steps-per-epoch " + std::to_string(o.steps_per_epoch),  // the epoch's order of rows
                       double(o.steps_per_epoch) * double(o.batch_size) * sizeof(int64_t), "use fewer steps an epoch");
