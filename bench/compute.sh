@@ -4,7 +4,8 @@
 # same data, model, batch and threads, in the same run, alternating; medians of REPEATS runs
 # each. Thread scaling: 1, 2 and, on machines that have them, 4 threads, each against our own
 # 1 thread and the peer at the same count; then cnn at batch 32 with a busy neighbour (one
-# process spinning on a core), 1 and 2 threads. Also our GFLOP/s (forward x 3, counted as a
+# process spinning on a core), 1 and 2 threads; and two 1-thread processes at once, the most 2
+# threads could reach on this machine. Also our GFLOP/s (forward x 3, counted as a
 # direct convolution) next to one plain SGEMM's on conv2's im2col shape (3872x288x64).
 # usage: bench/compute.sh [REPEATS]   (default 5; needs python3-torch python3-h5py for the peer)
 set -euo pipefail
@@ -45,6 +46,17 @@ for model in cnn mlp; do
 done
 sgemm=$("$build/bench/compute_bench" --sgemm 3872,288,64)
 
+# What two threads could reach on this machine at most: two 1-thread processes at once (cnn,
+# batch 32), their images/s added (two vCPUs need not be two whole cores, and they share caches).
+for r in $(seq "$repeats"); do
+  for i in 1 2; do
+    "$build/pitrain" train --data "$work/d.h5" --model cnn --batch-size 32 --threads 1 --epochs 1 \
+      --steps-per-epoch 750 --seed "$r" --json | tail -n 1 >"$work/pair-$i" &
+  done
+  wait
+  cat "$work/pair-1" "$work/pair-2" | python3 -c 'import json, sys; print(json.dumps({"images_per_second": sum(json.loads(l)["images_per_second"] for l in sys.stdin)}))' >>"$work/pair-sum"
+done
+
 python3 -c 'while True: pass' &  # the busy neighbour: one core taken
 burner=$!
 for r in $(seq "$repeats"); do
@@ -72,6 +84,10 @@ for model in ("cnn", "mlp"):
             ours, peer = med("ours-" + tag, "images_per_second"), med("peer-" + tag, "images_per_second")
             flops = json.loads(open(os.path.join(work, "flops-" + tag)).read())["gflops"]
             print(f"| {model} | {batch} | {threads} | {ours:.0f} | {ours / one:.2f}x | {peer:.0f} | {ours / peer:.2f}x | {flops:.1f} |")
+pair = med("pair-sum", "images_per_second")
+print()
+print(f"Two 1-thread processes at once (cnn, batch 32), added: {pair:.0f} images/s, "
+      f"{pair / med('ours-cnn-32-1', 'images_per_second'):.2f}x one alone: what 2 threads could reach here")
 print()
 print("With a busy neighbour (one process spinning on a core), cnn, batch 32:")
 print()
