@@ -89,14 +89,32 @@ std::vector<std::string> optimizer_names() {
   return names;
 }
 
+namespace {
+
+// --lr-scaling: the factor on the one-process lr for a global batch of `ranks` batches.
+struct LrScaling {
+  const char* name;
+  float (*scale)(int ranks);
+};
+const LrScaling kLrScalings[] = {
+    {"none", [](int) { return 1.0f; }},
+    {"linear", [](int ranks) { return float(ranks); }},
+    {"sqrt", [](int ranks) { return std::sqrt(float(ranks)); }},
+};
+
+}  // namespace
+
 float lr_scale(const std::string& rule, int ranks) {
-  if (rule == "linear") return float(ranks);
-  if (rule == "sqrt") return std::sqrt(float(ranks));
-  if (rule == "none") return 1.0f;
-  throw Error("unknown --lr-scaling " + rule + " (none, linear or sqrt)");
+  for (const auto& r : kLrScalings)
+    if (rule == r.name) return r.scale(ranks);
+  throw Error("unknown --lr-scaling " + rule);  // the command line checked it against lr_scaling_names()
 }
 
-std::vector<std::string> lr_scaling_names() { return {"none", "linear", "sqrt"}; }
+std::vector<std::string> lr_scaling_names() {
+  std::vector<std::string> names;
+  for (const auto& r : kLrScalings) names.push_back(r.name);
+  return names;
+}
 
 float LrSchedule::at(int64_t step) const {
   if (step >= warmup_steps) return peak;

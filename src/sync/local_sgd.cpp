@@ -42,7 +42,6 @@ class LocalSgd : public SyncStrategy {
       : SyncStrategy(comm),
         comm_(comm),
         per_step_(comm, n, opts, matrices),
-        ranks_(comm.size()),
         pace_(opts.sync_every, opts.overlap ? opts.max_sync_every : 0),
         warmup_(opts.sync_warmup),
         first_(opts.sync_warmup),
@@ -62,7 +61,7 @@ class LocalSgd : public SyncStrategy {
   // that its second moment estimates that of the mean.
   bool reduce_gradients(float* grads, int64_t step, Optimizer& opt) override {
     if (step < warmup_) return per_step_.reduce_gradients(grads, step, opt);
-    opt.set_noise_share(1.0f / float(ranks_));
+    opt.set_noise_share(1.0f / float(comm_.size()));
     return false;
   }
 
@@ -138,7 +137,6 @@ class LocalSgd : public SyncStrategy {
 
   Comm& comm_;
   PerStepSync per_step_;  // the warm-up, and the wire the rounds travel on
-  int ranks_;
   RoundPace pace_;
   int64_t warmup_, first_;
   bool overlap_;
