@@ -59,7 +59,7 @@ void compare(const std::function<double()>& loss, std::vector<float>& v, const s
 }
 
 // L = sum(y * r) for a fixed random r, so dL/dy = r.
-void check_gradients(Layer& layer, int n, const Context& ctx = {}) {
+void check_gradients(Layer& layer, int n, const Context& ctx = {}, float h = 1e-2f) {
   const int64_t in = n * layer.input_shape().size(), out = n * layer.output_shape().size();
   std::vector<float> w = random_values(size_t(layer.num_params()), 11), dw(w.size());
   layer.bind(w.data(), dw.data());
@@ -75,8 +75,8 @@ void check_gradients(Layer& layer, int n, const Context& ctx = {}) {
   loss();
   std::vector<float> dy = r;
   layer.backward(x.data(), y.data(), dy.data(), dx.data(), n);
-  compare(loss, x, dx, layer.spec() + " dx");
-  compare(loss, w, dw, layer.spec() + " dw");
+  compare(loss, x, dx, layer.spec() + " dx", SIZE_MAX, h);
+  compare(loss, w, dw, layer.spec() + " dw", SIZE_MAX, h);
 }
 
 }  // namespace
@@ -90,9 +90,12 @@ TEST_CASE("conv2d gradients, valid and same padding, several channels") {
 TEST_CASE("conv2d gradients through Winograd: 3x3 over enough channels, odd and even sizes, both tiles") {
   REQUIRE(kWinogradMinChannels <= 8);
   REQUIRE(winograd_tile({6, 6, 4}) == 2);  // 9 tiles of 4x4 positions against 4 of 6x6: a tie, the smaller
-  check_gradients(*from_spec("conv2d(4,3)", {8, 8, 8}), 2);
+  check_gradients(*from_spec("conv2d(4,3,relu)", {8, 8, 8}), 2);
+  // F(4x4) rounds ~10x more, enough to look like a kink at h = 1e-2. Without an activation the
+  // layer is linear in x and in w, so central differences are exact at any h: a large one lifts
+  // them above the rounding.
   REQUIRE(winograd_tile({5, 8, 3}) == 4);
-  check_gradients(*from_spec("conv2d(3,3,same,relu)", {5, 8, 9}), 2);
+  check_gradients(*from_spec("conv2d(3,3,same)", {5, 8, 9}), 2, {}, 0.5f);
 }
 
 TEST_CASE("Winograd and im2col compute the same convolution and gradients") {
