@@ -28,17 +28,18 @@ class Dropout : public Layer {
     const float keep_scale = 1.0f / (1.0f - rate_);
     float* __restrict scale = scale_.data();
     const uint64_t first = uint64_t(ctx.first_row) * uint64_t(in_.size());  // this share's first unit
-    auto decide = [&](int64_t i, uint64_t bits, uint64_t j) {
-      scale[i] = uint32_t(bits >> (16 * j) & 0xffff) < threshold ? 0.0f : keep_scale;
+    // Unit u of the batch is decided by bits [16 (u % 4), 16 (u % 4) + 16) of draw u / 4.
+    auto draw = [&](int64_t i) { return splitmix64(key + (first + uint64_t(i)) / 4); };
+    auto decide = [&](int64_t i, uint64_t bits) {
+      scale[i] = uint32_t(bits >> (16 * ((first + uint64_t(i)) % 4)) & 0xffff) < threshold ? 0.0f : keep_scale;
     };
     int64_t i = 0;
-    for (; i < count && (first + uint64_t(i)) % 4 != 0; ++i)  // up to a whole draw
-      decide(i, splitmix64(key + (first + uint64_t(i)) / 4), (first + uint64_t(i)) % 4);
+    for (; i < count && (first + uint64_t(i)) % 4 != 0; ++i) decide(i, draw(i));  // up to a whole draw
     for (; i + 4 <= count; i += 4) {  // whole draws: no per-unit bounds, the common case
-      const uint64_t bits = splitmix64(key + (first + uint64_t(i)) / 4);
-      for (uint64_t j = 0; j < 4; ++j) decide(i + int64_t(j), bits, j);
+      const uint64_t bits = draw(i);
+      for (int64_t j = 0; j < 4; ++j) decide(i + j, bits);
     }
-    for (; i < count; ++i) decide(i, splitmix64(key + (first + uint64_t(i)) / 4), (first + uint64_t(i)) % 4);
+    for (; i < count; ++i) decide(i, draw(i));
     for (int64_t i = 0; i < count; ++i) y[i] = x[i] * scale[i];
   }
 
