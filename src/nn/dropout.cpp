@@ -1,5 +1,6 @@
 // Inverted dropout: kept units are scaled by 1/(1-rate) in training, so inference is identity.
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "pitrain/layer_registry.h"
@@ -28,18 +29,26 @@ class Dropout : public Layer {
     const float keep_scale = 1.0f / (1.0f - rate_);
     float* __restrict scale = scale_.data();
     const uint64_t first = uint64_t(ctx.first_row) * uint64_t(in_.size());  // this share's first unit
-    // Unit u of the batch is decided by bits [16 (u % 4), 16 (u % 4) + 16) of draw u / 4.
+    // Unit u of the batch is decided by bits [16 lane, 16 lane + 16), lane = u % 4, of draw u / 4.
     auto draw = [&](int64_t i) { return splitmix64(key + (first + uint64_t(i)) / 4); };
-    auto decide = [&](int64_t i, uint64_t bits) {
-      scale[i] = uint32_t(bits >> (16 * ((first + uint64_t(i)) % 4)) & 0xffff) < threshold ? 0.0f : keep_scale;
+    auto lane = [&](int64_t i) { return int((first + uint64_t(i)) % 4); };
+    // Keep or drop is a coin toss: keep_scale's bits masked to 0 or kept, not a branch the CPU
+    // would mispredict (GCC turns a select of two floats into one).
+    uint32_t keep_bits;
+    std::memcpy(&keep_bits, &keep_scale, sizeof keep_bits);
+    auto keep = [&](uint64_t bits, int lane) {
+      const uint32_t scale_bits = keep_bits & (0u - uint32_t(uint32_t(bits >> (16 * lane) & 0xffff) >= threshold));
+      float f;
+      std::memcpy(&f, &scale_bits, sizeof f);
+      return f;
     };
     int64_t i = 0;
-    for (; i < count && (first + uint64_t(i)) % 4 != 0; ++i) decide(i, draw(i));  // up to a whole draw
-    for (; i + 4 <= count; i += 4) {  // whole draws: no per-unit bounds, the common case
+    for (; i < count && lane(i) != 0; ++i) scale[i] = keep(draw(i), lane(i));  // up to a whole draw
+    for (; i + 4 <= count; i += 4) {  // whole draws, lanes 0-3: the common case
       const uint64_t bits = draw(i);
-      for (int64_t j = 0; j < 4; ++j) decide(i + j, bits);
+      for (int j = 0; j < 4; ++j) scale[i + j] = keep(bits, j);
     }
-    for (; i < count; ++i) decide(i, draw(i));
+    for (; i < count; ++i) scale[i] = keep(draw(i), lane(i));
     for (int64_t i = 0; i < count; ++i) y[i] = x[i] * scale[i];
   }
 
