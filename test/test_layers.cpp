@@ -62,7 +62,8 @@ void compare(const std::function<double()>& loss, std::vector<float>& v, const s
 void check_gradients(Layer& layer, int n, const Context& ctx = {}, float h = 1e-2f) {
   const int64_t in = n * layer.input_shape().size(), out = n * layer.output_shape().size();
   std::vector<float> w = random_values(size_t(layer.num_params()), 11), dw(w.size());
-  layer.bind(w.data(), dw.data());
+  std::vector<float> prepared(size_t(layer.prepared_floats()));  // made again by each forward
+  layer.bind(w.data(), dw.data(), prepared.data());
   layer.reserve(n);
   std::vector<float> x = random_values(size_t(in), 12), y(static_cast<size_t>(out)), dx(static_cast<size_t>(in));
   const std::vector<float> r = random_values(size_t(out), 13);
@@ -113,11 +114,14 @@ TEST_CASE("Winograd and im2col compute the same convolution and gradients") {
     const auto x = random_values(size_t(n * in.size()), 31), kernel = random_values(size_t(9 * in.c * out.c), 32);
     const auto dy = random_values(size_t(n * out.size()), 33);
     std::vector<float> y1(dy.size()), y2(dy.size()), dk1(kernel.size()), dk2(kernel.size()), dx1(x.size()), dx2(x.size());
-    winograd->forward(x.data(), kernel.data(), y1.data(), n);
-    im2col->forward(x.data(), kernel.data(), y2.data(), n);
+    std::vector<float> u(size_t(winograd->prepared_floats()));
+    REQUIRE(im2col->prepared_floats() == 0);
+    winograd->prepare(kernel.data(), u.data());
+    winograd->forward(x.data(), kernel.data(), u.data(), y1.data(), n);
+    im2col->forward(x.data(), kernel.data(), nullptr, y2.data(), n);
     auto dy1 = dy, dy2 = dy;
-    winograd->backward(dy1.data(), kernel.data(), dk1.data(), dx1.data(), n);
-    im2col->backward(dy2.data(), kernel.data(), dk2.data(), dx2.data(), n);
+    winograd->backward(dy1.data(), kernel.data(), u.data(), dk1.data(), dx1.data(), n);
+    im2col->backward(dy2.data(), kernel.data(), nullptr, dk2.data(), dx2.data(), n);
     for (auto [a, b] : {std::pair{&y1, &y2}, std::pair{&dk1, &dk2}, std::pair{&dx1, &dx2}})
       for (size_t i = 0; i < a->size(); ++i) REQUIRE((*a)[i] == Approx((*b)[i]).margin(tile == 2 ? 2e-5 : 1e-4));
   }

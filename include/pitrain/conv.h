@@ -15,10 +15,15 @@ class ConvAlgorithm {
  public:
   virtual ~ConvAlgorithm() = default;
   virtual void reserve(int batch) = 0;
+  // What it derives from the kernel before forward and backward (Layer::prepare): floats, and
+  // how, into `prepared`.
+  virtual int64_t prepared_floats() const { return 0; }
+  virtual void prepare(const float*, float*) const {}
   // x (n, H, W, Cin) -> y (n, Ho, Wo, F). Keeps what backward needs.
-  virtual void forward(const float* x, const float* kernel, float* y, int n) = 0;
+  virtual void forward(const float* x, const float* kernel, const float* prepared, float* y, int n) = 0;
   // From dy (n, Ho, Wo, F) of the last forward: dkernel (overwritten), and dx unless null.
-  virtual void backward(const float* dy, const float* kernel, float* dkernel, float* dx, int n) = 0;
+  virtual void backward(const float* dy, const float* kernel, const float* prepared, float* dkernel, float* dx,
+                        int n) = 0;
 };
 
 std::unique_ptr<ConvAlgorithm> make_im2col_conv(Shape in, Shape out, int k, int pad_top, int pad_left);

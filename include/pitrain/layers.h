@@ -27,6 +27,9 @@ struct Context {
   // The rows of this call are [first_row, first_row + n) of a batch of batch_rows (0: n), as
   // when each thread computes a share: dropout draws by row in the batch, the loss is its mean.
   int first_row = 0, batch_rows = 0;
+  // The layers' prepared weights (Layer::prepare) are already made from the current parameters:
+  // the shares of a batch read one preparation (ThreadedModel) instead of each making its own.
+  bool prepared = false;
 };
 
 // One weight tensor of a layer, in Keras' name and shape.
@@ -49,7 +52,12 @@ class Layer {
   virtual Shape output_shape() const = 0;
   virtual std::vector<ParamView> params() const { return {}; }  // offsets relative to the layer
   int64_t num_params() const;
-  void bind(float* params, float* grads) { w_ = params, dw_ = grads; }
+  // Weights a layer derives from its parameters for forward and backward (Winograd's
+  // transformed kernel): prepared_floats() of them, made by prepare() into the `prepared` buffer
+  // of bind(), and by forward itself unless its Context says they are made already.
+  virtual int64_t prepared_floats() const { return 0; }
+  virtual void prepare() {}
+  void bind(float* params, float* grads, float* prepared = nullptr) { w_ = params, dw_ = grads, prepared_ = prepared; }
   virtual void init_params(uint64_t) {}
   // Sizes batch-dependent scratch (im2col, masks); never called in the per-batch path.
   virtual void reserve(int) {}
@@ -68,6 +76,7 @@ class Layer {
   Shape in_;
   float* w_ = nullptr;
   float* dw_ = nullptr;
+  float* prepared_ = nullptr;
 
  private:
   virtual std::string spec_args() const { return {}; }  // "32,3,relu"; empty: no arguments

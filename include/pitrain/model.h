@@ -28,8 +28,9 @@ class Model {
   Model(const std::string& name_or_spec, int classes);
   Model(Model&&) = default;
   Model& operator=(Model&&) = default;
-  // A model that computes with `owner`'s parameters (it has none of its own: params() is
-  // empty) and its own gradients and scratch: one thread's share of a batch.
+  // A model that computes with `owner`'s parameters and prepared weights (it has none of its
+  // own: params() is empty) and its own gradients and scratch: one thread's share of a batch.
+  // Its forward must be given Context::prepared, the owner having called prepare().
   static Model sharing_params(Model& owner);
 
   const std::string& spec() const { return spec_; }  // canonical layer list
@@ -50,6 +51,7 @@ class Model {
 
   void init_params(uint64_t seed);  // Keras defaults: glorot_uniform kernels, zero biases
   void reserve(int batch);          // the only place activations are allocated
+  void prepare();  // every layer's prepared weights from the current parameters (Layer::prepare)
 
   // x: (n, 28, 28, 1) floats in [0, 1]; returns the logits (n, classes).
   const float* forward(const float* x, int n, const Context& ctx);
@@ -70,6 +72,8 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> offsets_;
   std::vector<float> params_, grads_;
+  std::vector<float> prepared_;  // every layer's prepared weights, one after the other
+  std::vector<int64_t> prepared_offsets_;
   int batch_ = 0;
   std::vector<std::vector<float>> acts_;  // output of each layer, (batch, out)
   std::vector<float> grad_a_, grad_b_;    // ping-pong buffers for activation gradients

@@ -22,6 +22,8 @@ class Conv2D : public Layer {
   std::vector<ParamView> params() const override;
   void init_params(uint64_t key) override;
   void reserve(int batch) override;
+  int64_t prepared_floats() const override { return conv_->prepared_floats(); }
+  void prepare() override { conv_->prepare(w_, prepared_); }
   void forward(const float* x, float* y, int n, const Context& ctx) override;
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
   int64_t forward_flops() const override;
@@ -71,8 +73,9 @@ int64_t Conv2D::forward_flops() const {
   return 2 * int64_t(o.h) * o.w * filters_ * k_ * k_ * in_.c;
 }
 
-void Conv2D::forward(const float* x, float* y, int n, const Context&) {
-  conv_->forward(x, w_, y, n);
+void Conv2D::forward(const float* x, float* y, int n, const Context& ctx) {
+  if (!ctx.prepared) prepare();
+  conv_->forward(x, w_, prepared_, y, n);
   const Shape o = output_shape();
   add_bias(y, n * o.h * o.w, filters_, w_ + int64_t(k_) * k_ * in_.c * filters_, act_);
 }
@@ -80,7 +83,7 @@ void Conv2D::forward(const float* x, float* y, int n, const Context&) {
 void Conv2D::backward(const float*, const float* y, float* dy, float* dx, int n) {
   const Shape o = output_shape();
   bias_backward(y, dy, n * o.h * o.w, filters_, dw_ + int64_t(k_) * k_ * in_.c * filters_, act_);
-  conv_->backward(dy, w_, dw_, dx, n);
+  conv_->backward(dy, w_, prepared_, dw_, dx, n);
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // of 9 m^2 / a^2 times fewer multiplications than im2col's (2.25x for m = 2, 4x for m = 4). Backward is
 // the exact adjoint of that forward: dM = A dY A^T, dU_xi = V_xi^T dM_xi, dV_xi = dM_xi U_xi^T,
 // then dg = G^T dU G and dd = B dV B^T. Every transform runs along the channels, which NHWC
-// keeps contiguous, so its loops vectorise.
+// keeps contiguous, so its loops vectorise. U is the layer's prepared weights (Layer::prepare):
+// made once a batch, not once a share (it cost 6 % of a cnn step when every share made its own).
 #include <algorithm>
 
 #include "pitrain/conv.h"
@@ -97,7 +98,7 @@ class WinogradConv : public ConvAlgorithm {
  public:
   WinogradConv(Shape in, Shape out, int pad_top, int pad_left)
       : in_(in), out_(out), pad_top_(pad_top), pad_left_(pad_left), tiles_h_((out.h + m - 1) / m),
-        tiles_w_((out.w + m - 1) / m), u_(positions * size_t(in.c) * out.c), du_(u_.size()),
+        tiles_w_((out.w + m - 1) / m), du_(positions * size_t(in.c) * out.c),
         zeros_(size_t(std::max(in.c, out.c)), 0.0f), discard_(zeros_.size()) {}
 
   void reserve(int batch) override {
@@ -106,17 +107,27 @@ class WinogradConv : public ConvAlgorithm {
     m_.resize(positions * tiles * out_.c);
   }
 
-  void forward(const float* x, const float* kernel, float* y, int n) override {
+  // U = G g G^T for every (Cin, F) pair; kernel (3, 3, Cin, F), u (a^2, Cin, F).
+  int64_t prepared_floats() const override { return int64_t(du_.size()); }
+  void prepare(const float* kernel, float* u) const override {
+    const int64_t C = in_.c, F = out_.c;
+    for (int64_t c = 0; c < C; ++c)
+      sandwich_channels<a, 3>(
+          int(F), [](int i, int j) { return T::G[i][j]; },
+          [&](int i, int j, int f) { return kernel + ((i * 3 + j) * C + c) * F + f; },
+          [&](int xa, int b, int f) { return u + ((xa * a + b) * C + c) * F + f; });
+  }
+
+  void forward(const float* x, const float*, const float* u, float* y, int n) override {
     const int64_t tiles = int64_t(n) * tiles_h_ * tiles_w_, C = in_.c, F = out_.c;
-    transform_kernel(kernel);
     for (int64_t t = 0; t < tiles; ++t) transform_input_tile(x, t, tiles);
     for (int xi = 0; xi < positions; ++xi)
-      gemm(false, false, int(tiles), int(F), int(C), &v_[size_t(xi * tiles * C)], &u_[size_t(xi * C * F)],
+      gemm(false, false, int(tiles), int(F), int(C), &v_[size_t(xi * tiles * C)], u + xi * C * F,
            &m_[size_t(xi * tiles * F)]);
     for (int64_t t = 0; t < tiles; ++t) transform_output_tile(y, t, tiles);
   }
 
-  void backward(const float* dy, const float*, float* dkernel, float* dx, int n) override {
+  void backward(const float* dy, const float*, const float* u, float* dkernel, float* dx, int n) override {
     const int64_t tiles = int64_t(n) * tiles_h_ * tiles_w_, C = in_.c, F = out_.c;
     for (int64_t t = 0; t < tiles; ++t) output_tile_adjoint(dy, t, tiles);  // dM into m_
     for (int xi = 0; xi < positions; ++xi)
@@ -125,7 +136,7 @@ class WinogradConv : public ConvAlgorithm {
     kernel_adjoint(dkernel);
     if (!dx) return;
     for (int xi = 0; xi < positions; ++xi)  // V is spent: dV into v_
-      gemm(false, true, int(tiles), int(C), int(F), &m_[size_t(xi * tiles * F)], &u_[size_t(xi * C * F)],
+      gemm(false, true, int(tiles), int(C), int(F), &m_[size_t(xi * tiles * F)], u + xi * C * F,
            &v_[size_t(xi * tiles * C)]);
     std::fill_n(dx, int64_t(n) * in_.size(), 0.0f);
     for (int64_t t = 0; t < tiles; ++t) input_tile_adjoint(dx, t, tiles);
@@ -154,16 +165,6 @@ class WinogradConv : public ConvAlgorithm {
         const int64_t oh = m * ty + p, ow = m * tx + q;
         taps[p * m + q] = oh < out_.h && ow < out_.w ? image + ((s * out_.h + oh) * out_.w + ow) * out_.c : outside;
       }
-  }
-
-  // U = G g G^T for every (Cin, F) pair; kernel (3, 3, Cin, F), u_ (a^2, Cin, F).
-  void transform_kernel(const float* kernel) {
-    const int64_t C = in_.c, F = out_.c;
-    for (int64_t c = 0; c < C; ++c)
-      sandwich_channels<a, 3>(
-          int(F), [](int i, int j) { return T::G[i][j]; },
-          [&](int i, int j, int f) { return kernel + ((i * 3 + j) * C + c) * F + f; },
-          [&](int xa, int b, int f) { return &u_[size_t(((xa * a + b) * C + c) * F + f)]; });
   }
 
   // dg = G^T dU G, the adjoint of transform_kernel.
@@ -221,7 +222,7 @@ class WinogradConv : public ConvAlgorithm {
   Shape in_, out_;
   int pad_top_, pad_left_;
   int64_t tiles_h_, tiles_w_;  // output tiles an image
-  std::vector<float> u_, du_;  // (a^2, Cin, F): the transformed kernel; its gradient
+  std::vector<float> du_;      // (a^2, Cin, F): the transformed kernel's gradient
   std::vector<float> v_;       // (a^2, tiles, Cin): transformed input tiles, kept for backward; then dV
   std::vector<float> m_;       // (a^2, tiles, F): their products; in backward dM
   const std::vector<float> zeros_;  // read where a tile leaves the image

@@ -26,15 +26,24 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
                     16.0 * double(total), "use fewer or smaller layers");
   params_.assign(size_t(total), 0.0f);
   grads_.assign(size_t(total), 0.0f);
-  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
+  int64_t prepared = 0;
+  for (auto& l : layers_) prepared_offsets_.push_back(prepared), prepared += l->prepared_floats();
+  prepared_.assign(size_t(prepared), 0.0f);
+  for (size_t i = 0; i < layers_.size(); ++i)
+    layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i], prepared_.data() + prepared_offsets_[i]);
 }
 
 Model Model::sharing_params(Model& owner) {
   Model m(owner.spec_, owner.classes_);
-  m.params_ = {};
+  m.params_ = {}, m.prepared_ = {};
   for (size_t i = 0; i < m.layers_.size(); ++i)
-    m.layers_[i]->bind(owner.params_.data() + m.offsets_[i], m.grads_.data() + m.offsets_[i]);
+    m.layers_[i]->bind(owner.params_.data() + m.offsets_[i], m.grads_.data() + m.offsets_[i],
+                       owner.prepared_.data() + m.prepared_offsets_[i]);
   return m;
+}
+
+void Model::prepare() {
+  for (auto& l : layers_) l->prepare();
 }
 
 // Keras numbers the layers of each kind: conv2d, conv2d_1, ... (checkpoint group names).

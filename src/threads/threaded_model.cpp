@@ -44,9 +44,10 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
                                           const Model::GradientsReady& ready) {
   const int count = shares(n);
   if (count == 1) return model_.forward_backward(x, y, n, ctx, ready);
+  model_.prepare();  // once for all shares
   for_each_share(n, [&](int s, int first, int rows) {
     Context share = ctx;
-    share.first_row = first, share.batch_rows = n;
+    share.first_row = first, share.batch_rows = n, share.prepared = true;
     stats_[size_t(s)] = of_share(s).forward_backward(x + int64_t(first) * kImagePixels, y + first, rows, share);
   });
   // Share 0's buffer gets the sum, each element added in share order.
@@ -64,8 +65,11 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
 }
 
 void ThreadedModel::forward(const float* x, int n, const ShareLogits& share) {
+  model_.prepare();
+  Context ctx;
+  ctx.prepared = true;
   for_each_share(n, [&](int s, int first, int rows) {
-    share(s, of_share(s).forward(x + int64_t(first) * kImagePixels, rows, Context{}), first, rows);
+    share(s, of_share(s).forward(x + int64_t(first) * kImagePixels, rows, ctx), first, rows);
   });
 }
 
