@@ -5,7 +5,7 @@
 // the exact adjoint of that forward: dM = A dY A^T, dU_xi = V_xi^T dM_xi, dV_xi = dM_xi U_xi^T,
 // then dg = G^T dU G and dd = B dV B^T. Every transform runs along the channels, which NHWC
 // keeps contiguous, so its loops vectorise. U is the layer's prepared weights (Layer::prepare):
-// made once a batch, not once a share (it cost 6 % of a cnn step when every share made its own).
+// made once a batch, not once a share (about 5 % of a cnn step when every share made its own).
 #include <algorithm>
 
 #include "pitrain/conv.h"
@@ -167,7 +167,7 @@ class WinogradConv : public ConvAlgorithm {
       }
   }
 
-  // dg = G^T dU G, the adjoint of transform_kernel.
+  // dg = G^T dU G, the adjoint of prepare.
   void kernel_adjoint(float* dkernel) {
     const int64_t C = in_.c, F = out_.c;
     for (int64_t c = 0; c < C; ++c)

@@ -31,7 +31,7 @@ class Dropout : public Layer {
     const uint64_t first = uint64_t(ctx.first_row) * uint64_t(in_.size());  // this share's first unit
     // Unit u of the batch is decided by bits [16 lane, 16 lane + 16), lane = u % 4, of draw u / 4.
     auto draw = [&](int64_t i) { return splitmix64(key + (first + uint64_t(i)) / 4); };
-    auto lane = [&](int64_t i) { return int((first + uint64_t(i)) % 4); };
+    auto lane_of = [&](int64_t i) { return int((first + uint64_t(i)) % 4); };
     // Keep or drop is a coin toss: keep_scale's bits masked to 0 or kept, not a branch the CPU
     // would mispredict (GCC turns a select of two floats into one).
     uint32_t keep_bits;
@@ -43,12 +43,12 @@ class Dropout : public Layer {
       return f;
     };
     int64_t i = 0;
-    for (; i < count && lane(i) != 0; ++i) scale[i] = keep(draw(i), lane(i));  // up to a whole draw
+    for (; i < count && lane_of(i) != 0; ++i) scale[i] = keep(draw(i), lane_of(i));  // up to a whole draw
     for (; i + 4 <= count; i += 4) {  // whole draws, lanes 0-3: the common case
       const uint64_t bits = draw(i);
       for (int j = 0; j < 4; ++j) scale[i + j] = keep(bits, j);
     }
-    for (; i < count; ++i) scale[i] = keep(draw(i), lane(i));
+    for (; i < count; ++i) scale[i] = keep(draw(i), lane_of(i));
     for (int64_t i = 0; i < count; ++i) y[i] = x[i] * scale[i];
   }
 
