@@ -53,8 +53,9 @@ class ThreadPool {
 
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
 // being rows [s n / S, (s + 1) n / S), each computed on its own copy of the layers' scratch and
-// its own gradient buffer (share 0 on the model itself), reading the model's parameters; the
-// threads take shares as they come free, and the shares' gradients are summed in share order:
+// its own gradient buffer (share 0 on the model itself), reading the model's parameters and
+// the prepared weights made from them once for the batch (Layer::prepare); the threads take
+// shares as they come free, and the shares' gradients are summed in share order:
 // the result depends on S, never on which thread ran what. S is twice the threads (a thread that
 // the OS holds back leaves its second share to another), or more where a share's activations
 // would pass kShareBytes (shares that stay in cache pay even on one thread). A share costs work
