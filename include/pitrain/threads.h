@@ -98,7 +98,10 @@ constexpr double kMinFlopsPerParam = 300;
 // By measurement (bench/RESULTS.md, shares that stay in cache): cnn on 1 thread ran fastest in
 // shares of 8 rows (5 MB of activations), 6-12 % faster than whole batches of 32 or 128.
 constexpr double kShareBytes = 6 << 20;
-constexpr int kSpinMicros = 100;
+// By measurement (bench/RESULTS.md, third pass): with another busy process, cnn batch 32 on 2
+// threads ran 5-8 % faster polling 20 us than 100 us (a polling worker takes a core that the
+// others need), and no slower without it.
+constexpr int kSpinMicros = 20;
 
 // The node's cores shared among the ranks on it (at least 1): --threads 0.
 int default_threads();
