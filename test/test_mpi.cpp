@@ -138,7 +138,7 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   o.sync.sync_warmup = 5;
   CHECK(fit(o, comm, out).params == base.params);
 
-  o.sync.sync_every = 3;  // every 3 steps and at each epoch end
+  o.sync.sync_every = 3;  // every 3 steps and at the end (validation between: the last round's model)
   const auto local = fit_agreed();
   CHECK(local.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(local.params != base.params);
@@ -192,6 +192,14 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
       sync->after_update(p.data(), step);
       if (step == 1 && !overlap) {  // averaged at once
         for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == start[size_t(i)] + mean_update(0, i) + mean_update(1, i));
+      }
+      if (step == 2 && comm.size() > 1) {  // validation: the round of steps 0-1 (finished now with overlap); step 2 stays own
+        const float* common = sync->common_params(p.data(), step);
+        CHECK(same_on_every_rank(std::vector<float>(common, common + n)));
+        for (int64_t i = 0; i < n; ++i) {
+          CHECK(common[i] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i)));
+          CHECK(p[size_t(i)] == Approx(common[i] + update(comm.rank(), 2, i)));
+        }
       }
       if (step == 3 && overlap) {  // the round of steps 0-1 arrived; steps 2-3 stay this rank's own
         for (int64_t i = 0; i < n; ++i)

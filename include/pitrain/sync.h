@@ -37,7 +37,7 @@ struct SyncOptions {
 
 // One step, as fit() calls it (`step` is global and 0-based):
 //   backward ... gradients_ready(lo) ... ; reduce_gradients ; optimizer step ; after_update ;
-//   agreed_stop.  agree() at an epoch end or a stop.
+//   agreed_stop.  At an epoch end common_params() or agree(); agree() at a stop.
 class SyncStrategy {
  public:
   explicit SyncStrategy(Comm& comm) : vote_(comm) {}
@@ -51,8 +51,12 @@ class SyncStrategy {
   // they are. True when they are now the same on every rank.
   virtual bool reduce_gradients(float* grads, int64_t step, Optimizer& opt) = 0;
   virtual void after_update(float* params, int64_t step) = 0;
-  // Leaves every rank with the same parameters (an epoch end, a stop).
+  // Leaves every rank with the same parameters (a checkpoint, a stop, the last epoch's end).
   virtual void agree(float* params, int64_t step) = 0;
+  // The ranks' common parameters for validation at an epoch end, without a round of their own:
+  // `params` where the ranks never differ. Local SGD finishes the round in flight and gives
+  // where it left the ranks (up to K steps back); `params` keep this rank's steps since.
+  virtual const float* common_params(float* params, int64_t) { return params; }
   // The stop signal every rank agrees on after `step` (0: go on). The vote rides on the steps
   // that communicate anyway, so it never waits on the network by itself.
   int agreed_stop(int64_t step, int local_signal) {

@@ -156,6 +156,17 @@ double time_step(ThreadedModel& threaded, const Split& train, int batch_size, co
   return (now() - t0) / reps;
 }
 
+// Evaluates the parameters `common` on the model, whose own parameters are put back after.
+Evaluation validate(ThreadedModel& threaded, const float* common, const Split& val, Comm& comm) {
+  std::vector<float>& params = threaded.model().params();
+  if (common == params.data()) return evaluate(threaded, val, comm);
+  const std::vector<float> own = params;
+  std::copy(common, common + params.size(), params.begin());
+  const Evaluation v = evaluate(threaded, val, comm);
+  std::copy(own.begin(), own.end(), params.begin());
+  return v;
+}
+
 const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
 
 }  // namespace
@@ -266,16 +277,21 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       }
     }
     watchdog.beat(state.step);
-    sync->agree(model.params().data(), state.step - 1);  // validate the ranks' common model
+    // The model itself must be the ranks' common one where it is saved or returned; validation
+    // alone takes the last round's common model (local SGD) and lets the ranks go on.
+    const bool last = epoch == o.epochs;
+    const bool saving = !o.checkpoint.empty() && (save_due || epoch % o.checkpoint_every == 0 || last);
+    float* params = model.params().data();
+    if (saving || last) sync->agree(params, state.step - 1);
+    const float* common = saving || last ? params : sync->common_params(params, state.step - 1);
     EpochResult r = meter.result(epoch, spe - first_step, comm);
     r.sync_every = sync->sync_every();
-    const Evaluation v = evaluate(threaded, run.val.data, comm);
+    const Evaluation v = validate(threaded, common, run.val.data, comm);
     r.val_loss = v.loss, r.val_accuracy = v.accuracy;
     report.end_epoch(r);
     result.epochs.push_back(r);
     state.epoch = epoch, state.epoch_step = 0;
-    if (!o.checkpoint.empty() && (save_due || epoch % o.checkpoint_every == 0 || epoch == o.epochs))
-      save(o.checkpoint, epoch == o.epochs);
+    if (saving) save(o.checkpoint, last);
   }
   run_together(comm, [&] {  // an earlier background write's failure, when no save came after it
     if (rank == 0) writer->wait();
