@@ -134,7 +134,7 @@ struct SyncChoice {
 };
 
 // The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,
-// then local SGD rounds every 2 to 32 steps in bf16 or int8, then every 2 to 64 in PowerSGD,
+// then local SGD rounds every 2 to 32 steps in bf16 or int8, then every 2, 3, ... 64 in PowerSGD,
 // overlapped), whose communication costs the step at most a fifth on this link (an overlapped
 // round: it takes no longer than the K steps it hides behind); else the most frugal. bf16 and
 // int8 rounds may then double K during the run, up to 32 (max_sync_every). A pure function:
