@@ -193,7 +193,7 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
       if (step == 1 && !overlap) {  // averaged at once
         for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == start[size_t(i)] + mean_update(0, i) + mean_update(1, i));
       }
-      if (step == 2 && comm.size() > 1) {  // validation: the round of steps 0-1 (finished now with overlap); step 2 stays own
+      if (step == 2 && comm.size() > 1) {  // validation: the round of steps 0-1 (finished now); step 2 own
         const float* common = sync->common_params(p.data(), step);
         CHECK(same_on_every_rank(std::vector<float>(common, common + n)));
         for (int64_t i = 0; i < n; ++i) {
