@@ -217,14 +217,14 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
   }
 }
 
-TEST_CASE("PowerSGD over the ranks: the exact mean when the ranks' weights span at most r dimensions") {
+TEST_CASE("PowerSGD over the ranks: the mean (to bf16 rounding) when the ranks' weights span at most r dimensions") {
   Comm comm;
   const int64_t rows = 30, cols = 20, n = rows * cols + 7;
   WireOptions opts;
   opts.low_rank = 4;  // >= ranks (at most 4 here): the mean of one outer product a rank has rank <= 4
   opts.matrices = {{0, rows, cols}};
   auto value = [&](int rank, int64_t i) {
-    if (i >= rows * cols) return float(rank + 1) * float(i);  // the bias-like rest, sent as fp32
+    if (i >= rows * cols) return float(rank + 1) * float(i);  // the bias-like rest, sent whole
     const int64_t r = i / cols, c = i % cols;
     return std::sin(float(r * (rank + 1))) * std::cos(float(c + rank));
   };
@@ -238,7 +238,7 @@ TEST_CASE("PowerSGD over the ranks: the exact mean when the ranks' weights span 
       double mean = 0;
       for (int r = 0; r < comm.size(); ++r) mean += value(r, i) / comm.size();
       INFO("round " << round << " value " << i);
-      REQUIRE(got[size_t(i)] == Approx(mean).margin(1e-4));
+      REQUIRE(got[size_t(i)] == Approx(mean).epsilon(0.01).margin(0.01));  // in bf16: 2^-9 of a value, 2^-8 of a sum
     }
     CHECK(same_on_every_rank(got));
   }

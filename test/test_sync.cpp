@@ -59,7 +59,7 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
   }
 }
 
-TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the rest as it is") {
+TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the rest as it is, in bf16") {
   Comm comm;
   const int64_t n = 3000, rows = 40, cols = 50, at = 700;
   WireOptions opts;
@@ -74,13 +74,15 @@ TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the 
   CHECK(average->whole_vector());
   average->start(v.data(), 0, n);
   const std::vector<float>& got = average->finish();
+  double error = 0, norm = 0;  // of the low-rank weight: bf16 factors keep ~2^-9 of it
   for (int64_t i = 0; i < n; ++i) {
     INFO(i);
-    const bool low_rank = i >= at && i < at + rows * cols;
-    if (low_rank) REQUIRE(got[size_t(i)] == Approx(v[size_t(i)]).margin(1e-4));
-    else REQUIRE(got[size_t(i)] == v[size_t(i)]);
+    const double want = v[size_t(i)];
+    if (i >= at && i < at + rows * cols) error += (got[size_t(i)] - want) * (got[size_t(i)] - want), norm += want * want;
+    else REQUIRE(got[size_t(i)] == bf16_to_float(float_to_bf16(v[size_t(i)])));
   }
-  CHECK(wire_bytes(WireType::powersgd, n, opts) == 4 * (n - rows * cols + (rows + cols) * 4));
+  CHECK(std::sqrt(error / norm) < 0.005);
+  CHECK(wire_bytes(WireType::powersgd, n, opts) == 2 * (n - rows * cols + (rows + cols) * 4));
 }
 
 TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds as it slows") {
@@ -98,14 +100,14 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(gigabit.opts.wire == WireType::bf16);
   CHECK(gigabit.opts.error_feedback);
   CHECK(gigabit.opts.outer_lr == 1.0f);
-  // WLAN and a 1 ms step: bf16 and int8 take 80-170 ms a round; PowerSGD's ~22 KB 12.8 ms, which
-  // 13 steps hide (12 would not).
+  // WLAN and a 1 ms step: bf16 and int8 take 80-170 ms a round; PowerSGD's 11 KB (rank 4 in
+  // bf16) 8.4 ms, which 9 steps hide (8 would not).
   const SyncChoice wlan = choose(20, 2e-3, 0.001);
   CHECK(wlan.opts.wire == WireType::powersgd);
-  CHECK(wlan.opts.sync_every == 13);
+  CHECK(wlan.opts.sync_every == 9);
   CHECK(wlan.opts.overlap);
   CHECK(wlan.opts.outer_momentum > 0);
-  CHECK(wlan.why.find("rounds every 13 steps, overlapped in powersgd rank 4") == 0);
+  CHECK(wlan.why.find("rounds every 9 steps, overlapped in powersgd rank 4") == 0);
   CHECK_FALSE(wlan.opts.max_sync_every);  // PowerSGD's K stays
   const SyncChoice hopeless = choose(0.1, 0.1, 0.001);
   CHECK(hopeless.opts.sync_every == 64);

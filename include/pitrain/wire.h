@@ -26,6 +26,9 @@ uint16_t float_to_half(float f);
 float half_to_float(uint16_t h);
 uint16_t float_to_bf16(float f);
 float bf16_to_float(uint16_t h);
+// The MPI reduction of bf16 values (MPI_UINT16_T): widened, added in float, rounded back. The
+// caller frees it (MPI_Op_free).
+MPI_Op create_bf16_sum_op();
 
 // A 2-D weight inside the averaged vector: values[offset, offset + rows * cols), row-major
 // (a dense kernel (in, out); a conv kernel (kh, kw, cin, cout) as (kh * kw * cin, cout)).
@@ -36,7 +39,7 @@ struct WireMatrix {
 struct WireOptions {
   bool error_feedback = false;
   int low_rank = 4;                  // PowerSGD's rank
-  std::vector<WireMatrix> matrices;  // what a low-rank format may compress; the rest goes as fp32
+  std::vector<WireMatrix> matrices;  // what a low-rank format may compress; the rest goes whole
 };
 
 // Averages an (n) float vector over the ranks, in ranges started one after another (buckets)

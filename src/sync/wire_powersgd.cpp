@@ -4,8 +4,10 @@
 // round, warm-started from the last Q, so the approximation sharpens over the rounds. What it
 // leaves out stays in this rank's residual and goes with the next round: error feedback is
 // always on, since without it a rank-4 approximation would lose the rest for good. Weights too
-// small to gain (biases, a kernel whose factors are not under half its size) go as fp32
-// beside P. Two allreduces a round, whatever the model's depth.
+// small to gain (biases, a kernel whose factors are not under half its size) go as they are
+// beside P. Everything travels in bf16, half the bytes of fp32 (as PyTorch's fp16 wrapper of
+// its PowerSGD hook does): the factors' rounding is small beside what the low rank leaves out,
+// and error feedback carries both. Two allreduces a round, whatever the model's depth.
 #include <cmath>
 
 #include "pitrain/error.h"
@@ -40,10 +42,20 @@ void orthonormalise(float* p, int64_t rows, int r) {
   }
 }
 
+// Floats to bf16 for the wire, and the sums back.
+void to_bf16(const std::vector<float>& from, std::vector<uint16_t>& to) {
+  for (size_t i = 0; i < from.size(); ++i) to[i] = float_to_bf16(from[i]);
+}
+
+void from_bf16(const std::vector<uint16_t>& from, std::vector<float>& to) {
+  for (size_t i = 0; i < from.size(); ++i) to[i] = bf16_to_float(from[i]);
+}
+
 class PowerSgdAverage : public WireAverage {
  public:
   PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts)
-      : WireAverage(comm, n), r_(opts.low_rank), matrices_(low_rank_matrices(opts)), a_(size_t(n)) {
+      : WireAverage(comm, n), r_(opts.low_rank), matrices_(low_rank_matrices(opts)), a_(size_t(n)),
+        sum_op_(create_bf16_sum_op()) {
     residual_.assign(size_t(n), 0.0f);
     int64_t p_floats = 0, q_floats = 0, covered = 0;
     for (const WireMatrix& m : matrices_) p_floats += m.rows * r_, q_floats += m.cols * r_, covered += m.rows * m.cols;
@@ -54,31 +66,38 @@ class PowerSgdAverage : public WireAverage {
       at = m.offset + m.rows * m.cols;
     }
     if (at < n) rest_.push_back({at, n});
-    first_.resize(size_t(p_floats + n - covered)), first_sums_.resize(first_.size());
-    second_.resize(size_t(q_floats)), second_sums_.resize(second_.size());
+    first_.resize(size_t(p_floats + n - covered)), first_out_.resize(first_.size()), first_in_.resize(first_.size());
+    second_.resize(size_t(q_floats)), second_out_.resize(second_.size()), second_in_.resize(second_.size());
     // Q starts random, the same on every rank; from then on it is the last round's average.
-    for (size_t i = 0; i < second_sums_.size(); ++i) second_sums_[i] = 2 * uniform01(rng_key(0x9051d), i) - 1;
+    for (size_t i = 0; i < second_.size(); ++i) second_[i] = 2 * uniform01(rng_key(0x9051d), i) - 1;
   }
+  ~PowerSgdAverage() override { MPI_Op_free(&sum_op_); }
 
   bool whole_vector() const override { return true; }
 
  private:
-  // Phase 1: P = M Q for every compressed weight, and the rest as it is.
+  // Phase 1: P = M Q for every compressed weight, and the rest as it is. The rest's rounding to
+  // bf16 goes to the residual here; P's, like its low rank, through P Q^T in receive().
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
     if (lo != 0 || hi != n_) throw Error("PowerSGD averages the whole vector at once");
     for (int64_t i = 0; i < n_; ++i) a_[size_t(i)] = values[i] + residual_[size_t(i)];
     scale_ = scale;
     float* p = first_.data();
-    const float* q = second_sums_.data();
+    const float* q = second_.data();
     for (const WireMatrix& m : matrices_) {
       gemm(false, false, int(m.rows), r_, int(m.cols), &a_[size_t(m.offset)], q, p);
       for (int64_t i = 0; i < m.rows * r_; ++i) p[i] *= scale;
       p += m.rows * r_, q += m.cols * r_;
     }
+    const int64_t rest_at = p - first_.data();
     for (const auto& [from, to] : rest_)
       for (int64_t i = from; i < to; ++i) *p++ = a_[size_t(i)] * scale;
+    to_bf16(first_, first_out_);
+    int64_t k = rest_at;
+    for (const auto& [from, to] : rest_)
+      for (int64_t i = from; i < to; ++i) residual_[size_t(i)] = a_[size_t(i)] - bf16_to_float(first_out_[size_t(k++)]) / scale;
     phase_ = 1;
-    return start_sum(first_, first_sums_);
+    return start_sum(first_out_, first_in_);
   }
 
   // Phase 2: P averaged and orthonormalised on every rank alike, then Q = M^T P.
@@ -87,7 +106,8 @@ class PowerSgdAverage : public WireAverage {
       phase_ = 0;
       return MPI_REQUEST_NULL;
     }
-    float* p = first_sums_.data();
+    from_bf16(first_in_, first_);
+    float* p = first_.data();
     float* q = second_.data();
     for (const WireMatrix& m : matrices_) {
       orthonormalise(p, m.rows, r_);
@@ -95,15 +115,17 @@ class PowerSgdAverage : public WireAverage {
       for (int64_t i = 0; i < m.cols * r_; ++i) q[i] *= scale_;
       p += m.rows * r_, q += m.cols * r_;
     }
+    to_bf16(second_, second_out_);
     phase_ = 2;
-    return start_sum(second_, second_sums_);
+    return start_sum(second_out_, second_in_);
   }
 
   // The average: P Q^T for the compressed weights, the rest's mean; the residual is what this
   // rank's values had beyond the approximation.
   void receive() override {
-    const float* p = first_sums_.data();
-    const float* q = second_sums_.data();
+    from_bf16(second_in_, second_);
+    const float* p = first_.data();
+    const float* q = second_.data();
     for (const WireMatrix& m : matrices_) {
       float* avg = &averages_[size_t(m.offset)];
       gemm(false, true, int(m.rows), int(m.cols), r_, p, q, avg);
@@ -114,18 +136,23 @@ class PowerSgdAverage : public WireAverage {
       for (int64_t i = from; i < to; ++i) averages_[size_t(i)] = *p++;
   }
 
-  MPI_Request start_sum(std::vector<float>& send, std::vector<float>& sums) {
+  MPI_Request start_sum(std::vector<uint16_t>& send, std::vector<uint16_t>& sums) {
     MPI_Request req;
-    comm_.start_allreduce(send.data(), sums.data(), int(send.size()), MPI_FLOAT, MPI_SUM, &req);
+    comm_.start_allreduce(send.data(), sums.data(), int(send.size()), MPI_UINT16_T, sum_op_, &req);
     return req;
   }
 
   int r_;
-  std::vector<WireMatrix> matrices_;                  // the compressed weights
-  std::vector<std::pair<int64_t, int64_t>> rest_;     // [from, to) ranges sent as they are
-  std::vector<float> a_;                              // (n) values + residual of the round
-  std::vector<float> first_, first_sums_;             // P factors, then the rest
-  std::vector<float> second_, second_sums_;           // Q factors; second_sums_ warm-starts
+  std::vector<WireMatrix> matrices_;               // the compressed weights
+  std::vector<std::pair<int64_t, int64_t>> rest_;  // [from, to) ranges sent as they are
+  std::vector<float> a_;                           // (n) values + residual of the round
+  // P factors, then the rest: this rank's, then (from phase 2 on) the ranks' sum; and in bf16.
+  std::vector<float> first_;
+  std::vector<uint16_t> first_out_, first_in_;
+  // Q factors: this rank's, then the sum, which warm-starts the next round; and in bf16.
+  std::vector<float> second_;
+  std::vector<uint16_t> second_out_, second_in_;
+  MPI_Op sum_op_;
   float scale_ = 1;
   int phase_ = 0;  // 1: P in flight, 2: Q in flight
 };
@@ -137,9 +164,9 @@ std::unique_ptr<WireAverage> make_powersgd_average(Comm& comm, int64_t n, const 
 }
 
 int64_t powersgd_wire_bytes(int64_t n, const WireOptions& opts) {
-  int64_t floats = n;
-  for (const WireMatrix& m : low_rank_matrices(opts)) floats += (m.rows + m.cols) * opts.low_rank - m.rows * m.cols;
-  return 4 * floats;
+  int64_t values = n;
+  for (const WireMatrix& m : low_rank_matrices(opts)) values += (m.rows + m.cols) * opts.low_rank - m.rows * m.cols;
+  return 2 * values;
 }
 
 }  // namespace pitrain
