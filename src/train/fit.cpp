@@ -281,9 +281,10 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
     // alone takes the last round's common model (local SGD) and lets the ranks go on.
     const bool last = epoch == o.epochs;
     const bool saving = !o.checkpoint.empty() && (save_due || epoch % o.checkpoint_every == 0 || last);
+    const bool agreed = saving || last;
     float* params = model.params().data();
-    if (saving || last) sync->agree(params, state.step - 1);
-    const float* common = saving || last ? params : sync->common_params(params, state.step - 1);
+    if (agreed) sync->agree(params, state.step - 1);
+    const float* common = agreed ? params : sync->common_params(params, state.step - 1);
     EpochResult r = meter.result(epoch, spe - first_step, comm);
     r.sync_every = sync->sync_every();
     const Evaluation v = validate(threaded, common, run.val.data, comm);
