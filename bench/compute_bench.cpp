@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cxxopts.hpp>
+#include <stdexcept>
 #include <vector>
 
 #include "pitrain/matrix.h"
@@ -67,10 +68,7 @@ void bench_sgemm(int m, int k, int n, int reps) {
   std::printf("{\"sgemm_gflops\": %.2f}\n", 2.0 * m * k * n / times[times.size() / 2] / 1e9);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+void run_bench(int argc, char** argv) {
   cxxopts::Options options("compute_bench", "images/s of one training step, or SGEMM GFLOP/s");
   options.add_options()
     ("model", "Model name or spec", cxxopts::value<std::string>()->default_value("cnn"))
@@ -78,16 +76,33 @@ int main(int argc, char** argv) {
     ("batch", "Batch size", cxxopts::value<int>()->default_value("32"))
     ("threads", "Threads", cxxopts::value<int>()->default_value("1"))
     ("steps", "Timed steps", cxxopts::value<int>()->default_value("200"))
-    ("sgemm", "Time C(MxN) = A(MxK) B(KxN) instead, given as M,K,N", cxxopts::value<std::vector<int>>());
+    ("sgemm", "Time C(MxN) = A(MxK) B(KxN) instead, given as M,K,N", cxxopts::value<std::vector<int>>())
+    ("help", "This help");
   const auto r = options.parse(argc, argv);
-  if (r.count("sgemm")) {
-    set_gemm_threads(1);
+  if (r.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+  } else if (r.count("sgemm")) {
     const auto d = r["sgemm"].as<std::vector<int>>();
-    bench_sgemm(d.at(0), d.at(1), d.at(2), 50);
+    if (d.size() != 3) throw std::invalid_argument("--sgemm takes three sizes M,K,N, e.g. --sgemm 3872,288,64");
+    set_gemm_threads(1);
+    bench_sgemm(d[0], d[1], d[2], 50);
   } else {
     bench_model(r["model"].as<std::string>(), r["classes"].as<int>(), r["batch"].as<int>(), r["threads"].as<int>(),
                 r["steps"].as<int>());
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int status = 0;
+  try {
+    run_bench(argc, argv);
+  } catch (const std::exception& e) {  // a bad flag or model spec: one line, not a stack trace
+    std::fprintf(stderr, "compute_bench: %s (see --help)\n", e.what());
+    status = 2;
+  }
   MPI_Finalize();
-  return 0;
+  return status;
 }

@@ -133,7 +133,7 @@ TEST_CASE("--sync auto: int8 rounds at a larger K before PowerSGD's low rank") {
 }
 
 TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of the old K, up to the maximum") {
-  const int slow = 500, fast = 100;
+  const int slow = 500, fast = 300;  // per mille of a round spent waiting; slow: over 400
   RoundPace pace(2, 8);
   CHECK(pace.adapts());
   CHECK_FALSE(pace.update(slow));

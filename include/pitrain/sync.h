@@ -31,7 +31,7 @@ struct SyncOptions {
   bool overlap = false;
   int64_t bucket_bytes = 1 << 20;
   // Overlapped local SGD (--sync auto): K doubles, up to this, after two rounds in a row made a
-  // rank wait more than a fifth of their time for them to finish. 0: K stays as given.
+  // rank wait more than two fifths of their time for them to finish. 0: K stays as given.
   int max_sync_every = 0;
 };
 
@@ -100,7 +100,7 @@ class PerStepSync : public SyncStrategy {
 };
 
 // Local SGD's K with max_sync_every: doubles (up to max_every) after two votes in a row said
-// the rounds kept a rank waiting over a fifth of their time. Fed the same votes, every rank
+// the rounds kept a rank waiting over two fifths of their time. Fed the same votes, every rank
 // holds the same K.
 class RoundPace {
  public:
