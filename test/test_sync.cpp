@@ -133,16 +133,18 @@ TEST_CASE("--sync auto: int8 rounds at a larger K before PowerSGD's low rank") {
 }
 
 TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of the old K, up to the maximum") {
-  const int slow = 500, fast = 300;  // per mille of a round spent waiting; slow: over 400
+  // Per mille of a round spent waiting: slow is over 200 below K = 4, over 400 from there on.
+  const int slow = 500, fast = 100, slow_below_4 = 300;
   RoundPace pace(2, 8);
   CHECK(pace.adapts());
   CHECK_FALSE(pace.update(slow));
   CHECK_FALSE(pace.update(fast));  // not in a row
-  CHECK_FALSE(pace.update(slow));
+  CHECK_FALSE(pace.update(slow_below_4));
   CHECK_FALSE(pace.update(kNotTimed));  // a round cut short: counts neither way
-  CHECK(pace.update(slow));
+  CHECK(pace.update(slow_below_4));
   CHECK(pace.every() == 4);
   CHECK_FALSE(pace.update(slow));  // told of a round of K = 2
+  CHECK_FALSE(pace.update(slow_below_4));  // not slow at K = 4
   CHECK_FALSE(pace.update(slow));
   CHECK(pace.update(slow));
   CHECK(pace.every() == 8);

@@ -31,7 +31,8 @@ struct SyncOptions {
   bool overlap = false;
   int64_t bucket_bytes = 1 << 20;
   // Overlapped local SGD (--sync auto): K doubles, up to this, after two rounds in a row made a
-  // rank wait more than two fifths of their time for them to finish. 0: K stays as given.
+  // rank wait more than a fifth of their time for them to finish (from K = 4 on, two fifths).
+  // 0: K stays as given.
   int max_sync_every = 0;
 };
 
@@ -100,8 +101,8 @@ class PerStepSync : public SyncStrategy {
 };
 
 // Local SGD's K with max_sync_every: doubles (up to max_every) after two votes in a row said
-// the rounds kept a rank waiting over two fifths of their time. Fed the same votes, every rank
-// holds the same K.
+// the rounds kept a rank waiting over a fifth of their time (two fifths from K = 4 on). Fed the
+// same votes, every rank holds the same K.
 class RoundPace {
  public:
   RoundPace(int every, int max_every) : every_(every), max_every_(max_every) {}
