@@ -124,7 +124,7 @@ std::unique_ptr<SyncStrategy> make_sync_strategy(Comm& comm, const float* params
 
 // --sync auto. The link as an allreduce sees it: a fixed cost a call and a cost a byte.
 struct LinkTiming {
-  double latency = 0;           // seconds: an allreduce of one float
+  double latency = 0;           // seconds: a blocking allreduce of one number
   double seconds_per_byte = 0;  // beyond that, a byte handed to the allreduce
   double allreduce_seconds(int64_t bytes, int calls) const { return calls * latency + double(bytes) * seconds_per_byte; }
 };

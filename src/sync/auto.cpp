@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 
 #include "pitrain/sync.h"
 
@@ -29,20 +30,37 @@ std::string fmt(const char* f, double v) {
 std::string kb(int64_t bytes) { return fmt("%.0f KB", double(bytes) / 1e3); }
 std::string ms(double seconds) { return fmt(seconds < 0.01 ? "%.2f ms" : "%.0f ms", seconds * 1e3); }
 
-// Median seconds of `reps` allreduces of `floats` floats, after one to warm up (the connections
-// are made already: Comm::connect_all).
-double time_allreduce(Comm& comm, int64_t floats, int reps) {
-  std::vector<float> send(size_t(floats), 1.0f), recv(send.size());
+// Median seconds of `reps` calls, after one to warm up (the connections are made already:
+// Comm::connect_all).
+double median_seconds(int reps, const std::function<void()>& call) {
   std::vector<double> t;
   for (int i = 0; i <= reps; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    MPI_Request req;
-    comm.start_allreduce(send.data(), recv.data(), int(floats), MPI_FLOAT, MPI_SUM, &req);
-    comm.wait(req);
+    call();
     if (i > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
   return t[size_t(reps / 2)];
+}
+
+// The link's fixed cost: a blocking allreduce of one number. Not the rounds' nonblocking ring
+// (prefer_ring_allreduce), whose six phases for one float on four ranks each wait for any host
+// that its CPU quota holds back: 0.3-9.6 ms on the emulated hosts against 0.2-0.3 ms.
+double time_latency(Comm& comm) {
+  return median_seconds(5, [&] {
+    double one = 1;
+    comm.allreduce_sum(&one, 1);
+  });
+}
+
+// A round's cost a byte: nonblocking allreduces of kProbeBytes, as the rounds travel.
+double time_probe(Comm& comm) {
+  std::vector<float> send(kProbeBytes / sizeof(float), 1.0f), recv(send.size());
+  return median_seconds(3, [&] {
+    MPI_Request req;
+    comm.start_allreduce(send.data(), recv.data(), int(send.size()), MPI_FLOAT, MPI_SUM, &req);
+    comm.wait(req);
+  });
 }
 
 }  // namespace
@@ -104,7 +122,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
 
 SyncChoice auto_sync(Comm& comm, const SyncOptions& given, double step_seconds, int64_t n_params,
                      const std::vector<WireMatrix>& matrices) {
-  double slowest[3] = {time_allreduce(comm, 1, 5), time_allreduce(comm, kProbeBytes / 4, 3), step_seconds};
+  double slowest[3] = {time_latency(comm), time_probe(comm), step_seconds};
   MPI_Allreduce(MPI_IN_PLACE, slowest, 3, MPI_DOUBLE, MPI_MAX, comm.raw());
   LinkTiming link{slowest[0], std::max(slowest[1] - slowest[0], 0.0) / double(kProbeBytes)};
   return choose_sync(given, slowest[2], link, n_params, matrices);
