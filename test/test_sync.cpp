@@ -115,21 +115,25 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK_FALSE(fast.opts.max_sync_every);
 }
 
-TEST_CASE("--sync auto: int8 rounds at a larger K before PowerSGD's low rank") {
+TEST_CASE("--sync auto: int8 rounds every 8 steps that block while they cost two fifths at most, then overlapped ones") {
   // The cnn (42,831 parameters) on the emulated wlan: int8's 44 KB take 29 ms a round.
   const int64_t n = 42831;
   const std::vector<WireMatrix> kernels = {{0, 9, 32}, {320, 288, 64}, {18816, 1600, 15}};
   auto choose = [&](double step) {
     return choose_sync(SyncOptions{}, step, LinkTiming{0.25e-3, 1 / 1.5e6}, n, kernels);
   };
-  const SyncChoice slow_steps = choose(0.015);  // 2 steps of 15 ms hide a round
-  CHECK(slow_steps.opts.wire == WireType::int8);
-  CHECK(slow_steps.opts.sync_every == 2);
-  CHECK(slow_steps.opts.max_sync_every == 32);  // and may double during the run
-  const SyncChoice fast_steps = choose(0.013);  // 2 steps of 13 ms do not: 4, not PowerSGD at 2
-  CHECK(fast_steps.opts.wire == WireType::int8);
-  CHECK(fast_steps.opts.sync_every == 4);
-  CHECK(fast_steps.opts.outer_momentum == 0);
+  const SyncChoice blocking = choose(0.010);  // 29 ms after 8 steps of 10 ms: 27 % waiting
+  CHECK(blocking.opts.wire == WireType::int8);
+  CHECK(blocking.opts.sync_every == 8);
+  CHECK_FALSE(blocking.opts.overlap);
+  CHECK(blocking.opts.max_sync_every == 0);  // the probe measured its cost: K stays
+  CHECK(blocking.why.find("rounds every 8 steps, blocking in int8") == 0);
+  const SyncChoice overlapped = choose(0.005);  // after 8 steps of 5 ms: 42 %; 8 steps hide it
+  CHECK(overlapped.opts.wire == WireType::int8);
+  CHECK(overlapped.opts.sync_every == 8);
+  CHECK(overlapped.opts.overlap);
+  CHECK(overlapped.opts.max_sync_every == 32);  // and may double during the run
+  CHECK(overlapped.opts.outer_momentum == 0);
 }
 
 TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of the old K, up to the maximum") {

@@ -20,6 +20,16 @@ constexpr int kMaxFullRankEvery = 32;
 // (bench/RESULTS.md). An outer lr of 1 with momentum 0.8 diverged.
 constexpr float kRoundOuterLr = 0.5f, kRoundOuterMomentum = 0.5f;
 constexpr int64_t kProbeBytes = 64 * 1024;
+// A round every 8 steps that blocks leaves the ranks apart for 8 steps at most, as overlapped
+// rounds every 4 do (each applied a round late), and learnt as much or more: cnn, int8, 4
+// ranks, at the 2nd validation 0.816 / 0.817 / 0.805 (seeds 0-2) against 0.809 / 0.810 / 0.799.
+// MPI moves an overlapped round only inside its calls, a few a step, so on the emulated hosts
+// at 100 Mbit/s rounds every 4 steps overlapped cost more than blocking ones every 8 (12-14
+// against 10-11 ms a step; bench/RESULTS.md, eighth pass). A blocking round is taken while it
+// keeps the ranks waiting no longer than an overlapped round may before K doubles (RoundPace:
+// two fifths).
+constexpr int kBlockingEvery = 2 * kFreeEvery;
+constexpr double kBlockingShare = kSlowRoundWaitPastFree / 1000.0;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -70,26 +80,33 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   struct Candidate {
     int every;
     WireType wire;
+    bool overlap;
   };
-  // bf16 and int8 keep nearly all of a round, PowerSGD's low rank drops much: rounds in bf16 or
-  // int8 up to K = kMaxFullRankEvery come first (measured for cnn on wlan, K = 8: 0.80 accuracy
-  // two epochs sooner in int8 than in PowerSGD), then PowerSGD up to kMaxEvery.
-  std::vector<Candidate> candidates = {{1, WireType::fp32}, {1, WireType::bf16}};
-  for (int every = 2; every <= kMaxFullRankEvery; every *= 2)
-    for (WireType wire : {WireType::bf16, WireType::int8}) candidates.push_back({every, wire});
+  // bf16 and int8 keep nearly all of a round, PowerSGD's low rank drops much: after the per-step
+  // formats and int8 rounds that block, overlapped rounds in bf16 or int8 up to K =
+  // kMaxFullRankEvery come first (measured for cnn on wlan, K = 8: 0.80 accuracy two epochs
+  // sooner in int8 than in PowerSGD), then PowerSGD up to kMaxEvery. Overlapped bf16 and int8
+  // start at the blocking round's K: a round that 4 overlapped steps would hide (no longer than
+  // them), a blocking round every 8 affords (it may take 16/3 steps).
+  std::vector<Candidate> candidates = {
+      {1, WireType::fp32, false}, {1, WireType::bf16, false}, {kBlockingEvery, WireType::int8, false}};
+  for (int every = kBlockingEvery; every <= kMaxFullRankEvery; every *= 2)
+    for (WireType wire : {WireType::bf16, WireType::int8}) candidates.push_back({every, wire, true});
   // PowerSGD's K stays as chosen, so it is the smallest that hides the round, not a power of
   // two: mlp on wlan learnt less a step at K = 32 than with a round every 25 steps.
-  for (int every = 2; every <= kMaxEvery; ++every) candidates.push_back({every, WireType::powersgd});
+  for (int every = 2; every <= kMaxEvery; ++every) candidates.push_back({every, WireType::powersgd, true});
   auto round = [&](const Candidate& c, int64_t* bytes) {  // seconds an average takes
     *bytes = wire_bytes(c.wire, n_params, WireOptions{true, given.powersgd_rank, matrices});
     return link.allreduce_seconds(*bytes, c.wire == WireType::powersgd ? 2 : 1);
   };
-  // Every step, the allreduce waits in full; a round overlapped with K steps costs only what
-  // outlasts them.
+  // Every step, the allreduce waits in full; so does a blocking round, once every K steps; a
+  // round overlapped with K steps costs only what outlasts them.
   auto fits = [&](const Candidate& c) {
     int64_t bytes;
     const double t = round(c, &bytes);
-    return c.every == 1 ? t <= kCommShare * step_seconds : t <= kOverlapShare * c.every * step_seconds;
+    if (c.every == 1) return t <= kCommShare * step_seconds;
+    if (!c.overlap) return t <= kBlockingShare * (c.every * step_seconds + t);
+    return t <= kOverlapShare * c.every * step_seconds;
   };
   const auto it = std::find_if(candidates.begin(), candidates.end(), fits);
   const Candidate pick = it != candidates.end() ? *it : candidates.back();
@@ -99,16 +116,18 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   choice.opts.sync_every = pick.every;
   choice.opts.wire = pick.wire;
   choice.opts.error_feedback = pick.wire != WireType::fp32;
-  choice.opts.overlap = pick.every > 1;
-  // bf16 and int8 rounds may grow to kMaxFullRankEvery during the run (cnn's final accuracy with
-  // int8 at K = 8, 16 and 32 was within 0.5 points of per-step sync); PowerSGD's K stays: with
-  // its low rank, mlp learnt less a step as K doubled.
+  choice.opts.overlap = pick.overlap;
+  // Overlapped bf16 and int8 rounds may grow to kMaxFullRankEvery during the run (cnn's final
+  // accuracy with int8 at K = 8, 16 and 32 was within 0.5 points of per-step sync); PowerSGD's K
+  // stays: with its low rank, mlp learnt less a step as K doubled. A blocking round's cost is
+  // what the probe measured, so its K stays too.
   const bool full_rank = pick.wire == WireType::bf16 || pick.wire == WireType::int8;
-  choice.opts.max_sync_every = pick.every > 1 && full_rank ? kMaxFullRankEvery : 0;
+  choice.opts.max_sync_every = pick.overlap && full_rank ? kMaxFullRankEvery : 0;
   if (pick.wire == WireType::powersgd && pick.every > 1)
     choice.opts.outer_lr = kRoundOuterLr, choice.opts.outer_momentum = kRoundOuterMomentum;
   const std::string what =
-      (pick.every == 1 ? std::string("gradients every step") : "rounds every " + std::to_string(pick.every) + " steps, overlapped") +
+      (pick.every == 1 ? std::string("gradients every step")
+                       : "rounds every " + std::to_string(pick.every) + " steps, " + (pick.overlap ? "overlapped" : "blocking")) +
       " in " + wire_type_name(pick.wire) + (pick.wire == WireType::powersgd ? " rank " + std::to_string(given.powersgd_rank) : "") +
       " (" + kb(bytes) + " an average, " + ms(t) + ")" +
       (choice.opts.outer_momentum > 0 ? ", outer Nesterov " + fmt("%g", choice.opts.outer_lr) + "/" + fmt("%g", choice.opts.outer_momentum) : "");

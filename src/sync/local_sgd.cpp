@@ -18,10 +18,6 @@
 #include "pitrain/sync.h"
 
 namespace pitrain {
-// A slow round kept a rank waiting over a fifth of its time (per mille). Rounds every 4 steps
-// learn as much as rounds every step (cnn, int8: 0.8781 against 0.8785 final accuracy), and
-// each doubling past that costs accuracy, so from K = 4 on a round must waste two fifths.
-constexpr int kSlowRoundWait = 200, kFreeEvery = 4, kSlowRoundWaitPastFree = 400;
 
 // K doubles after two slow rounds in a row (one alone may be a hiccup). The vote read now was
 // cast a round ago and tells of the round that finished then: after a change of K, the next
