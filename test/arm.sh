@@ -39,7 +39,7 @@ retry() {
 step "host packages"
 retry apt-get update -q
 retry env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-  qemu-user-static binfmt-support mmdebstrap "crossbuild-essential-$arch" meson ninja-build pkg-config \
+  qemu-user-static binfmt-support mmdebstrap arch-test "crossbuild-essential-$arch" meson ninja-build pkg-config \
   openmpi-bin dataset-fashion-mnist
 
 step "binfmt_misc"

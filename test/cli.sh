@@ -149,7 +149,7 @@ expect_error "--batch-size must be a positive integer" mpi -np 2 "$PITRAIN" trai
 expect_error "--epochs must be a positive integer" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --epochs -1
 expect_error "--lr must be a positive number" "$PITRAIN" train --data "$work/d.h5" --lr 0
 expect_error "--optimizer rmsprop: use adam or sgd" "$PITRAIN" train --data "$work/d.h5" --optimizer rmsprop
-expect_error "--grad-dtype fp8: use fp32, fp16, bf16, int8 or powersgd" "$PITRAIN" train --data "$work/d.h5" --grad-dtype fp8
+expect_error "--grad-dtype fp8: use fp32, fp16, bf16, int8, int4 or powersgd" "$PITRAIN" train --data "$work/d.h5" --grad-dtype fp8
 expect_error "--sync auto chooses --sync-every itself: leave it out, or use --sync manual" "$PITRAIN" train --data "$work/d.h5" --sync auto --sync-every 8
 expect_error "--outer-momentum must be in [0, 1)" "$PITRAIN" train --data "$work/d.h5" --outer-momentum 1
 expect_error "--sync-every must be a positive number" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --sync-every 0

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "helpers.h"
 #include "pitrain/checkpoint.h"
@@ -158,6 +159,12 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   o.sync.error_feedback = true;
   o.sync.overlap = true;
   o.sync.bucket_bytes = 5000;
+  CHECK(fit_agreed().epochs.back().val_accuracy > 0.9);
+
+  o.sync = SyncOptions{};
+  o.sync.wire = WireType::int4;  // --sync auto's blocking rounds every 8 steps
+  o.sync.error_feedback = true;
+  o.sync.sync_every = 8;
   CHECK(fit_agreed().epochs.back().val_accuracy > 0.9);
 
   o.sync = SyncOptions{};
@@ -335,10 +342,12 @@ TEST_CASE("run_together: whatever one rank throws, every rank leaves with a Join
   run_together(comm, [] {});  // nothing thrown: nothing to say
 }
 
-TEST_CASE("int8 on the wire: the ranks' mean, to within each block's own scale") {
+TEST_CASE("int8 and int4 on the wire: the ranks' mean, to within each block's own scale") {
   Comm comm;
-  const int64_t n = 1000;  // blocks of 256: the last one partial, and a range that ends mid-block
-  auto wire = make_wire_average(WireType::int8, comm, n, WireOptions());
+  const int64_t n = 1000;  // blocks of 256 (int8) or 64 (int4): the last one partial, a range ends mid-block
+  const auto [wire_type, top] = GENERATE(std::make_pair(WireType::int8, 127), std::make_pair(WireType::int4, 7));
+  INFO(wire_type_name(wire_type));
+  auto wire = make_wire_average(wire_type, comm, n, WireOptions());
   auto value = [](int rank, int64_t i) { return float(rank + 1) * std::sin(float(i)) * (i < 256 ? 1e-3f : 1.0f); };
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = value(comm.rank(), i);
@@ -351,6 +360,6 @@ TEST_CASE("int8 on the wire: the ranks' mean, to within each block's own scale")
     for (int r = 0; r < P; ++r) mean += value(r, i) / P;
     const double block_top = (i < 256 ? 1e-3 : 1.0) * (P + 1) / 2.0;  // the largest |mean| in i's block
     INFO(i);
-    REQUIRE(std::abs(got[size_t(i)] - mean) <= (P + 1) * block_top / 127);  // each rounding: half a step
+    REQUIRE(std::abs(got[size_t(i)] - mean) <= (P + 1) * block_top / top);  // each rounding: half a step
   }
 }

@@ -40,7 +40,7 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
   WireOptions opts;
   opts.error_feedback = true;
   opts.matrices = {{100, 40, 50}, {2100, 60, 30}};  // PowerSGD compresses these, sends the rest
-  for (WireType wire : {WireType::fp16, WireType::bf16, WireType::int8, WireType::powersgd}) {
+  for (WireType wire : {WireType::fp16, WireType::bf16, WireType::int8, WireType::int4, WireType::powersgd}) {
     INFO(wire_type_name(wire));
     auto average = make_wire_average(wire, comm, n, opts);
     std::vector<double> truth(size_t(n), 0.0), sent(size_t(n), 0.0);
@@ -115,22 +115,24 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK_FALSE(fast.opts.max_sync_every);
 }
 
-TEST_CASE("--sync auto: int8 rounds every 8 steps that block while they cost two fifths at most, then overlapped ones") {
-  // The cnn (42,831 parameters) on the emulated wlan: int8's 44 KB take 29 ms a round.
+TEST_CASE("--sync auto: int4 rounds every 8 steps that block while they cost two fifths at most, then overlapped ones") {
+  // The cnn (42,831 parameters) on the emulated wlan: int4's 24 KB take 16 ms a round, int8's
+  // 44 KB 29 ms.
   const int64_t n = 42831;
   const std::vector<WireMatrix> kernels = {{0, 9, 32}, {320, 288, 64}, {18816, 1600, 15}};
   auto choose = [&](double step) {
     return choose_sync(SyncOptions{}, step, LinkTiming{0.25e-3, 1 / 1.5e6}, n, kernels);
   };
-  const SyncChoice blocking = choose(0.010);  // 29 ms after 8 steps of 10 ms: 27 % waiting
-  CHECK(blocking.opts.wire == WireType::int8);
+  const SyncChoice blocking = choose(0.005);  // 16 ms after 8 steps of 5 ms: 29 % waiting
+  CHECK(blocking.opts.wire == WireType::int4);
   CHECK(blocking.opts.sync_every == 8);
   CHECK_FALSE(blocking.opts.overlap);
   CHECK(blocking.opts.max_sync_every == 0);  // the probe measured its cost: K stays
-  CHECK(blocking.why.find("rounds every 8 steps, blocking in int8") == 0);
-  const SyncChoice overlapped = choose(0.005);  // after 8 steps of 5 ms: 42 %; 8 steps hide it
+  CHECK(blocking.why.find("rounds every 8 steps, blocking in int4") == 0);
+  // After 8 steps of 2.5 ms: 45 %; 8 overlapped steps hide neither format, 16 hide int8's.
+  const SyncChoice overlapped = choose(0.0025);
   CHECK(overlapped.opts.wire == WireType::int8);
-  CHECK(overlapped.opts.sync_every == 8);
+  CHECK(overlapped.opts.sync_every == 16);
   CHECK(overlapped.opts.overlap);
   CHECK(overlapped.opts.max_sync_every == 32);  // and may double during the run
   CHECK(overlapped.opts.outer_momentum == 0);

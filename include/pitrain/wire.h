@@ -1,8 +1,8 @@
 // Wire formats: how the ranks' float vectors travel when they are averaged (fp32, fp16 and
-// bf16 at half the bytes, int8 with a scale a block at about a quarter, with optional error
-// feedback; PowerSGD sends the 2-D weights as low-rank factors, tens of times smaller). Which
-// vectors are averaged, and when,
-// is the sync strategy's concern (sync.h); a new format is one row in wire.cpp's table and a file.
+// bf16 at half the bytes, int8 and int4 with a scale a block at about a quarter and an eighth,
+// with optional error feedback; PowerSGD sends the 2-D weights as low-rank factors, tens of
+// times smaller). Which vectors are averaged, and when, is the sync strategy's concern
+// (sync.h); a new format is one row in wire.cpp's table and a file.
 #pragma once
 #include <mpi.h>
 
@@ -16,7 +16,7 @@
 
 namespace pitrain {
 
-enum class WireType { fp32, fp16, bf16, int8, powersgd };
+enum class WireType { fp32, fp16, bf16, int8, int4, powersgd };
 std::optional<WireType> wire_type_named(const std::string& name);
 std::string wire_type_name(WireType wire);
 std::vector<std::string> wire_type_names();
@@ -87,8 +87,10 @@ int64_t wire_bytes(WireType wire, int64_t n, const WireOptions& opts);
 std::unique_ptr<WireAverage> make_fp16_average(Comm& comm, int64_t n, const WireOptions& opts);
 std::unique_ptr<WireAverage> make_bf16_average(Comm& comm, int64_t n, const WireOptions& opts);
 std::unique_ptr<WireAverage> make_int8_average(Comm& comm, int64_t n, const WireOptions& opts);
+std::unique_ptr<WireAverage> make_int4_average(Comm& comm, int64_t n, const WireOptions& opts);
 std::unique_ptr<WireAverage> make_powersgd_average(Comm& comm, int64_t n, const WireOptions& opts);
 int64_t int8_wire_bytes(int64_t n);
+int64_t int4_wire_bytes(int64_t n);
 int64_t powersgd_wire_bytes(int64_t n, const WireOptions& opts);
 
 }  // namespace pitrain

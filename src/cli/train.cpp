@@ -77,9 +77,9 @@ int train(int argc, char** argv, Comm& comm) {
     ("sync-every", "Local SGD: K steps alone, then average what the ranks learnt (1 = average gradients every step; 8 for WLAN or 100 Mbit/s links)",
      cxxopts::value(o.sync.sync_every)->default_value("1"))
     ("sync-warmup", "Steps of per-step gradient averaging before local SGD starts", cxxopts::value(o.sync.sync_warmup)->default_value("0"))
-    ("grad-dtype", "Gradients, or local SGD's parameter changes, on the wire: fp32, fp16, bf16, int8, or powersgd (low-rank kernels)",
+    ("grad-dtype", "Gradients, or local SGD's parameter changes, on the wire: fp32, fp16, bf16, int8, int4, or powersgd (low-rank kernels)",
      cxxopts::value<std::string>()->default_value("fp32"))
-    ("error-feedback", "Carry what 16- or 8-bit rounding drops into the next step (powersgd always does)", cxxopts::value(o.sync.error_feedback))
+    ("error-feedback", "Carry what 16-, 8- or 4-bit rounding drops into the next step (powersgd always does)", cxxopts::value(o.sync.error_feedback))
     ("powersgd-rank", "Rank of --grad-dtype powersgd's factors", cxxopts::value(o.sync.powersgd_rank)->default_value("4"))
     ("outer-lr", "Local SGD's outer learning rate on the averaged change (DiLoCo: 0.7)", cxxopts::value(o.sync.outer_lr)->default_value("1"))
     ("outer-momentum", "Local SGD's outer Nesterov momentum (DiLoCo: 0.9)", cxxopts::value(o.sync.outer_momentum)->default_value("0"))

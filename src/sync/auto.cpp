@@ -21,8 +21,10 @@ constexpr int kMaxFullRankEvery = 32;
 constexpr float kRoundOuterLr = 0.5f, kRoundOuterMomentum = 0.5f;
 constexpr int64_t kProbeBytes = 64 * 1024;
 // A round every 8 steps that blocks leaves the ranks apart for 8 steps at most, as overlapped
-// rounds every 4 do (each applied a round late), and learnt as much or more: cnn, int8, 4
-// ranks, at the 2nd validation 0.816 / 0.817 / 0.805 (seeds 0-2) against 0.809 / 0.810 / 0.799.
+// rounds every 4 do (each applied a round late), and learnt as much or more: cnn, 4 ranks, at
+// the 2nd validation 0.814 / 0.817 / 0.811 (seeds 0-2) in int4 and 0.816 / 0.817 / 0.805 in
+// int8 against 0.809 / 0.810 / 0.799 overlapped in int8; at the full budget 0.8815 in int4,
+// 0.8785 per-step. So blocking rounds go in int4, the fewest bytes.
 // MPI moves an overlapped round only inside its calls, a few a step, so on the emulated hosts
 // at 100 Mbit/s rounds every 4 steps overlapped cost more than blocking ones every 8 (12-14
 // against 10-11 ms a step; bench/RESULTS.md, eighth pass). A blocking round is taken while it
@@ -83,13 +85,13 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
     bool overlap;
   };
   // bf16 and int8 keep nearly all of a round, PowerSGD's low rank drops much: after the per-step
-  // formats and int8 rounds that block, overlapped rounds in bf16 or int8 up to K =
+  // formats and int4 rounds that block, overlapped rounds in bf16 or int8 up to K =
   // kMaxFullRankEvery come first (measured for cnn on wlan, K = 8: 0.80 accuracy two epochs
   // sooner in int8 than in PowerSGD), then PowerSGD up to kMaxEvery. Overlapped bf16 and int8
   // start at the blocking round's K: a round that 4 overlapped steps would hide (no longer than
   // them), a blocking round every 8 affords (it may take 16/3 steps).
   std::vector<Candidate> candidates = {
-      {1, WireType::fp32, false}, {1, WireType::bf16, false}, {kBlockingEvery, WireType::int8, false}};
+      {1, WireType::fp32, false}, {1, WireType::bf16, false}, {kBlockingEvery, WireType::int4, false}};
   for (int every = kBlockingEvery; every <= kMaxFullRankEvery; every *= 2)
     for (WireType wire : {WireType::bf16, WireType::int8}) candidates.push_back({every, wire, true});
   // PowerSGD's K stays as chosen, so it is the smallest that hides the round, not a power of
@@ -121,7 +123,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   // accuracy with int8 at K = 8, 16 and 32 was within 0.5 points of per-step sync); PowerSGD's K
   // stays: with its low rank, mlp learnt less a step as K doubled. A blocking round's cost is
   // what the probe measured, so its K stays too.
-  const bool full_rank = pick.wire == WireType::bf16 || pick.wire == WireType::int8;
+  const bool full_rank = pick.wire != WireType::fp32 && pick.wire != WireType::powersgd;
   choice.opts.max_sync_every = pick.overlap && full_rank ? kMaxFullRankEvery : 0;
   if (pick.wire == WireType::powersgd && pick.every > 1)
     choice.opts.outer_lr = kRoundOuterLr, choice.opts.outer_momentum = kRoundOuterMomentum;

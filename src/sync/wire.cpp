@@ -37,6 +37,7 @@ const WireFormat kWireFormats[] = {
     {WireType::fp16, "fp16", make_fp16_average, [](int64_t n, const WireOptions&) { return 2 * n; }},
     {WireType::bf16, "bf16", make_bf16_average, [](int64_t n, const WireOptions&) { return 2 * n; }},
     {WireType::int8, "int8", make_int8_average, [](int64_t n, const WireOptions&) { return int8_wire_bytes(n); }},
+    {WireType::int4, "int4", make_int4_average, [](int64_t n, const WireOptions&) { return int4_wire_bytes(n); }},
     {WireType::powersgd, "powersgd", make_powersgd_average, powersgd_wire_bytes},
 };
 
