@@ -100,8 +100,9 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(gigabit.opts.wire == WireType::bf16);
   CHECK(gigabit.opts.error_feedback);
   CHECK(gigabit.opts.outer_lr == 1.0f);
-  // WLAN and a 1 ms step: bf16 and int8 take 80-170 ms a round; PowerSGD's 11 KB (rank 4 in
-  // bf16) 8.4 ms, which 9 steps hide (8 would not).
+  // WLAN and a 1 ms step: int4 takes 48 ms a round (a blocking round every 8 steps may take
+  // 5.3), bf16 and int8 80-170 ms; PowerSGD's 11 KB (rank 4 in bf16) 8.4 ms, which 9 steps hide
+  // (8 would not).
   const SyncChoice wlan = choose(20, 2e-3, 0.001);
   CHECK(wlan.opts.wire == WireType::powersgd);
   CHECK(wlan.opts.sync_every == 9);
@@ -136,6 +137,12 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps that block while they cost two
   CHECK(overlapped.opts.overlap);
   CHECK(overlapped.opts.max_sync_every == 32);  // and may double during the run
   CHECK(overlapped.opts.outer_momentum == 0);
+  // A link whose fixed cost outweighs its bytes (6 ms an allreduce, 1 GB/s) and steps of 1 ms: a
+  // blocking round may take 5.3 ms, 8 overlapped steps hide 8, and bf16 comes before int8.
+  const SyncChoice latency_bound = choose_sync(SyncOptions{}, 0.001, LinkTiming{6e-3, 1e-9}, n, kernels);
+  CHECK(latency_bound.opts.wire == WireType::bf16);
+  CHECK(latency_bound.opts.sync_every == 8);
+  CHECK(latency_bound.opts.overlap);
 }
 
 TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of the old K, up to the maximum") {

@@ -1,6 +1,7 @@
 // --sync auto: time the link and a step at start-up, then pick the schedule and wire format
-// that keep communication under a fifth of the step. Per-step fp32 where the link allows it
-// (the exact data-parallel step), and only as much compression and as rare rounds as needed.
+// that keep communication a small share of the time (choose_sync in sync.h says how small).
+// Per-step fp32 where the link allows it (the exact data-parallel step), and only as much
+// compression and as rare rounds as needed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -123,8 +124,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   // accuracy with int8 at K = 8, 16 and 32 was within 0.5 points of per-step sync); PowerSGD's K
   // stays: with its low rank, mlp learnt less a step as K doubled. A blocking round's cost is
   // what the probe measured, so its K stays too.
-  const bool full_rank = pick.wire != WireType::fp32 && pick.wire != WireType::powersgd;
-  choice.opts.max_sync_every = pick.overlap && full_rank ? kMaxFullRankEvery : 0;
+  choice.opts.max_sync_every = pick.overlap && pick.wire != WireType::powersgd ? kMaxFullRankEvery : 0;
   if (pick.wire == WireType::powersgd && pick.every > 1)
     choice.opts.outer_lr = kRoundOuterLr, choice.opts.outer_momentum = kRoundOuterMomentum;
   const std::string what =

@@ -1,4 +1,4 @@
-// int8 and int4 on the wire: about a quarter and an eighth of fp32's bytes. Values travel in
+// int8 and int4 on the wire: about a quarter and a seventh of fp32's bytes. Values travel in
 // blocks, each an integer per value and one float scale (max |v| / the largest integer), so a
 // block of small values keeps its precision next to a block of large ones. The reduction widens
 // both blocks, adds, and picks a new scale for the sum; with error feedback, what a rank's
@@ -31,7 +31,7 @@ struct Block {
       bits[i] = uint8_t(int8_t(v));
     } else {
       uint8_t& b = bits[i / 2];
-      b = i % 2 ? uint8_t((b & 0x0f) | (v << 4)) : uint8_t((b & 0xf0) | (v & 0x0f));
+      b = i % 2 ? uint8_t((b & 0x0f) | ((v & 0x0f) << 4)) : uint8_t((b & 0xf0) | (v & 0x0f));
     }
   }
 };
@@ -65,6 +65,7 @@ class AverageBlocks : public WireAverage {
  public:
   AverageBlocks(Comm& comm, int64_t n, const WireOptions& opts)
       : WireAverage(comm, n), out_(size_t(2 * (n / B::kValues + 1))), in_(out_.size()) {
+    static_assert(sizeof(B) == sizeof(float) + sizeof(B::bits), "no padding bytes go over the wire");
     if (opts.error_feedback) residual_.assign(size_t(n), 0.0f);
     MPI_Type_contiguous(int(sizeof(B)), MPI_BYTE, &block_type_);
     MPI_Type_commit(&block_type_);
