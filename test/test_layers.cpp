@@ -116,7 +116,10 @@ TEST_CASE("Winograd and im2col compute the same convolution and gradients") {
     std::vector<float> y1(dy.size()), y2(dy.size()), dk1(kernel.size()), dk2(kernel.size()), dx1(x.size()), dx2(x.size());
     std::vector<float> u(size_t(winograd->prepared_floats()));
     REQUIRE(im2col->prepared_floats() == 0);
-    winograd->prepare(kernel.data(), u.data());
+    winograd->prepare(kernel.data(), u.data(), 0, 1);
+    std::vector<float> u_in_parts(u.size());  // as threads make it: three pieces, the same floats
+    for (int part = 0; part < 3; ++part) winograd->prepare(kernel.data(), u_in_parts.data(), part, 3);
+    REQUIRE(u_in_parts == u);
     winograd->forward(x.data(), kernel.data(), u.data(), y1.data(), n);
     im2col->forward(x.data(), kernel.data(), nullptr, y2.data(), n);
     auto dy1 = dy, dy2 = dy;

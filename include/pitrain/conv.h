@@ -16,9 +16,9 @@ class ConvAlgorithm {
   virtual ~ConvAlgorithm() = default;
   virtual void reserve(int batch) = 0;
   // What it derives from the kernel before forward and backward (Layer::prepare): floats, and
-  // how, into `prepared`.
+  // how, into `prepared` (piece `part` of `parts`, as Layer::prepare).
   virtual int64_t prepared_floats() const { return 0; }
-  virtual void prepare(const float*, float*) const {}
+  virtual void prepare(const float* /*kernel*/, float* /*prepared*/, int /*part*/, int /*parts*/) const {}
   // x (n, H, W, Cin) -> y (n, Ho, Wo, F). Keeps what backward needs.
   virtual void forward(const float* x, const float* kernel, const float* prepared, float* y, int n) = 0;
   // From dy (n, Ho, Wo, F) of the last forward: dkernel (overwritten), and dx unless null.

@@ -54,9 +54,10 @@ class Layer {
   int64_t num_params() const;
   // Weights a layer derives from its parameters for forward and backward (Winograd's
   // transformed kernel): prepared_floats() of them, made by prepare() into the `prepared` buffer
-  // of bind(), and by forward itself unless its Context says they are made already.
+  // of bind(), and by forward itself unless its Context says they are made already. Part `part`
+  // of `parts` makes a disjoint piece of them, so that threads can share the work.
   virtual int64_t prepared_floats() const { return 0; }
-  virtual void prepare() {}
+  virtual void prepare(int /*part*/, int /*parts*/) {}
   void bind(float* params, float* grads, float* prepared = nullptr) { w_ = params, dw_ = grads, prepared_ = prepared; }
   virtual void init_params(uint64_t) {}
   // Sizes batch-dependent scratch (im2col, masks); never called in the per-batch path.

@@ -19,8 +19,12 @@ namespace pitrain {
 // Jobs are lists of items that the calling thread and the woken workers take as they come
 // free. A worker the OS holds back (a busy core) finds the items gone and is not waited for, so
 // a job is never much slower than the calling thread doing it alone. Between jobs a thread
-// polls for kSpinMicros (a step's jobs come back to back; a futex wake-up costs ~30 us on a
-// VM), then sleeps: an idle pool takes no core from MPI or from other processes.
+// polls, then sleeps: an idle pool takes no core from MPI or from other processes. It polls
+// kFreePollMicros while the cores are free, so that a step's jobs, which come back to back,
+// find the workers awake (a futex wake-up costs ~100 us on a VM), and kSpinMicros while they
+// are crowded (a worker waits for a core over an eighth of the time it runs: another process
+// needs them); then element-wise jobs stay on the calling thread, as a woken worker that the
+// OS holds back inside a range would keep the job waiting.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads);  // the calling thread is one: threads - 1 are started
@@ -31,12 +35,18 @@ class ThreadPool {
   // Calls job(i) once for each i in [0, items), on whichever threads take them; returns when
   // all are done. An exception in any item is rethrown here.
   void run(int items, const std::function<void(int item)>& job);
-  // job(lo, hi) over [0, n) cut into up to size() contiguous ranges of at least `grain`
-  // (element-wise work: below that a range costs less than handing it to another thread).
-  void run_ranges(int64_t n, const std::function<void(int64_t lo, int64_t hi)>& job, int64_t grain = 32768);
+  // job(lo, hi) over [0, n) cut into ranges(n, grain) contiguous ranges.
+  void run_ranges(int64_t n, const std::function<void(int64_t lo, int64_t hi)>& job, int64_t grain = kRangeGrain);
+  // Up to size() ranges of at least `grain` (element-wise work: below that a range costs less
+  // than handing it to another thread), one while the cores are crowded.
+  int ranges(int64_t n, int64_t grain = kRangeGrain) const;
+  bool crowded() const { return crowded_; }
+
+  static constexpr int64_t kRangeGrain = 8192;
 
  private:
-  void work();
+  void work(bool measures_crowding);
+  int poll_micros() const;
   void take_items();  // runs items until none are left
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -48,6 +58,7 @@ class ThreadPool {
   bool open_ = false;           // workers may still join the current job
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> crowded_{true};  // until the first worker has measured otherwise
   std::exception_ptr error_;
 };
 
@@ -82,6 +93,7 @@ class ThreadedModel {
  private:
   Model& model_;
   ThreadPool& pool_;
+  void prepare();  // the model's prepared weights, made by the pool's threads
   // Runs share(s, first, rows) for the shares of n rows, on the pool's threads.
   void for_each_share(int n, const std::function<void(int s, int first, int rows)>& share);
   void add_copies(int count);     // enough for `count` shares
@@ -100,8 +112,11 @@ constexpr double kMinFlopsPerParam = 300;
 constexpr double kShareBytes = 6 << 20;
 // By measurement (bench/RESULTS.md, third pass): with another busy process, cnn batch 32 on 2
 // threads ran 5-8 % faster polling 20 us than 100 us (a polling worker takes a core that the
-// others need), and no slower without it.
+// others need).
 constexpr int kSpinMicros = 20;
+// By measurement (bench/RESULTS.md, ninth pass): on free cores, cnn batch 32 on 2 threads ran
+// X faster polling 250 us than 20 us: the gaps between a step's jobs are ~50-150 us.
+constexpr int kFreePollMicros = 250;
 
 // The node's cores shared among the ranks on it (at least 1): --threads 0.
 int default_threads();

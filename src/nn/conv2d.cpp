@@ -23,7 +23,7 @@ class Conv2D : public Layer {
   void init_params(uint64_t key) override;
   void reserve(int batch) override;
   int64_t prepared_floats() const override { return conv_->prepared_floats(); }
-  void prepare() override { conv_->prepare(w_, prepared_); }
+  void prepare(int part, int parts) override { conv_->prepare(w_, prepared_, part, parts); }
   void forward(const float* x, float* y, int n, const Context& ctx) override;
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
   int64_t forward_flops() const override;
@@ -74,7 +74,7 @@ int64_t Conv2D::forward_flops() const {
 }
 
 void Conv2D::forward(const float* x, float* y, int n, const Context& ctx) {
-  if (!ctx.prepared) prepare();
+  if (!ctx.prepared) prepare(0, 1);
   conv_->forward(x, w_, prepared_, y, n);
   const Shape o = output_shape();
   add_bias(y, n * o.h * o.w, filters_, w_ + int64_t(k_) * k_ * in_.c * filters_, act_);

@@ -107,11 +107,12 @@ class WinogradConv : public ConvAlgorithm {
     m_.resize(positions * tiles * out_.c);
   }
 
-  // U = G g G^T for every (Cin, F) pair; kernel (3, 3, Cin, F), u (a^2, Cin, F).
+  // U = G g G^T for every (Cin, F) pair; kernel (3, 3, Cin, F), u (a^2, Cin, F). A part is a
+  // range of Cin.
   int64_t prepared_floats() const override { return int64_t(du_.size()); }
-  void prepare(const float* kernel, float* u) const override {
+  void prepare(const float* kernel, float* u, int part, int parts) const override {
     const int64_t C = in_.c, F = out_.c;
-    for (int64_t c = 0; c < C; ++c)
+    for (int64_t c = C * part / parts; c < C * (part + 1) / parts; ++c)
       sandwich_channels<a, 3>(
           int(F), [](int i, int j) { return T::G[i][j]; },
           [&](int i, int j, int f) { return kernel + ((i * 3 + j) * C + c) * F + f; },

@@ -42,8 +42,8 @@ Model Model::sharing_params(Model& owner) {
   return m;
 }
 
-void Model::prepare() {
-  for (auto& l : layers_) l->prepare();
+void Model::prepare(int part, int parts) {
+  for (auto& l : layers_) l->prepare(part, parts);
 }
 
 // Keras numbers the layers of each kind: conv2d, conv2d_1, ... (checkpoint group names).

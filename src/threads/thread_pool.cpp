@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 
 #include "pitrain/comm.h"
 #include "pitrain/threads.h"
@@ -7,19 +8,42 @@
 namespace pitrain {
 namespace {
 
-// Polls `done` for up to kSpinMicros; true if it came true meanwhile.
+// Polls `done` for up to `micros`; true if it came true meanwhile.
 template <class Done>
-bool spin_until(Done done) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+bool spin_until(int micros, Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
   while (!done())
     if (std::chrono::steady_clock::now() > until) return false;
   return true;
 }
 
+// Whether the calling thread, over the last window, waited for a core (ready to run) more than
+// an eighth of the time it ran: from the kernel's scheduler statistics, nanoseconds on a core
+// and waiting for one (/proc/thread-self/schedstat). Where the kernel keeps none: crowded.
+class CrowdingMeter {
+ public:
+  void update(std::atomic<bool>& crowded) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(50)) return;
+    last_ = now;
+    int64_t run = 0, wait = 0;
+    if (!(std::ifstream("/proc/thread-self/schedstat") >> run >> wait)) {
+      crowded = true;
+      return;
+    }
+    crowded = 8 * (wait - wait_) > run - run_;
+    run_ = run, wait_ = wait;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  int64_t run_ = 0, wait_ = 0;
+};
+
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this);
+  for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t == 1);
 }
 
 ThreadPool::~ThreadPool() {
@@ -43,12 +67,15 @@ void ThreadPool::take_items() {
   }
 }
 
+int ThreadPool::poll_micros() const { return crowded_ ? kSpinMicros : kFreePollMicros; }
+
 // Each worker waits for a new job (polling, then asleep on start_); it joins only while the
-// job is open.
-void ThreadPool::work() {
+// job is open. One of them measures whether the cores are crowded.
+void ThreadPool::work(bool measures_crowding) {
   uint64_t seen = 0;
+  CrowdingMeter meter;
   for (;;) {
-    spin_until([&] { return generation_ != seen || stopping_; });
+    spin_until(poll_micros(), [&] { return generation_ != seen || stopping_; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -58,6 +85,7 @@ void ThreadPool::work() {
       ++active_;
     }
     take_items();
+    if (measures_crowding) meter.update(crowded_);
     std::lock_guard<std::mutex> lock(mutex_);
     if (--active_ == 0) done_.notify_one();
   }
@@ -81,7 +109,7 @@ void ThreadPool::run(int items, const std::function<void(int)>& job) {
   }
   std::exception_ptr error;
   {
-    spin_until([&] { return active_ == 0; });
+    spin_until(poll_micros(), [&] { return active_ == 0; });
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [&] { return active_ == 0; });
     error = error_;
@@ -89,8 +117,12 @@ void ThreadPool::run(int items, const std::function<void(int)>& job) {
   if (error) std::rethrow_exception(error);
 }
 
+int ThreadPool::ranges(int64_t n, int64_t grain) const {
+  return crowded_ ? 1 : int(std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, size()));
+}
+
 void ThreadPool::run_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& job, int64_t grain) {
-  const int count = int(std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, size()));
+  const int count = ranges(n, grain);
   run(count, [&](int t) { job(n * t / count, n * (t + 1) / count); });
 }
 

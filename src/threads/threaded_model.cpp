@@ -34,6 +34,11 @@ void ThreadedModel::add_copies(int count) {
   if (int(stats_.size()) < count) stats_.resize(size_t(count));
 }
 
+void ThreadedModel::prepare() {
+  const int parts = pool_.ranges(model_.prepared_floats());
+  pool_.run(parts, [&](int part) { model_.prepare(part, parts); });
+}
+
 void ThreadedModel::for_each_share(int n, const std::function<void(int, int, int)>& share) {
   const int count = shares(n);
   add_copies(count);
@@ -44,7 +49,7 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
                                           const Model::GradientsReady& ready) {
   const int count = shares(n);
   if (count == 1) return model_.forward_backward(x, y, n, ctx, ready);
-  model_.prepare();  // once for all shares
+  prepare();  // once for all shares
   for_each_share(n, [&](int s, int first, int rows) {
     Context share = ctx;
     share.first_row = first, share.batch_rows = n, share.prepared = true;
@@ -65,7 +70,7 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
 }
 
 void ThreadedModel::forward(const float* x, int n, const ShareLogits& share) {
-  model_.prepare();
+  prepare();
   Context ctx;
   ctx.prepared = true;
   for_each_share(n, [&](int s, int first, int rows) {
