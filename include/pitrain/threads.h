@@ -1,8 +1,8 @@
-// Parallelism inside a rank. A fixed team of threads that sleep between jobs (no spinning that
-// would take a core from MPI or from other processes), and the model's compute split across
-// them by batch rows, as Caffe and darknet do on CPUs: each share of the batch runs forward and
-// backward with single-threaded GEMMs, and the shares' gradients are summed in share order, so
-// for a given thread count a run's result never depends on timing.
+// Parallelism inside a rank. A fixed team of threads that sleep between jobs (after polling
+// 250 us at most, 20 us while other processes wait for the cores), and the model's compute split
+// across them by batch rows, as Caffe and darknet do on CPUs: each share of the batch runs
+// forward and backward with single-threaded GEMMs, and the shares' gradients are summed in share
+// order, so for a given thread count a run's result never depends on timing.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -114,8 +114,9 @@ constexpr double kShareBytes = 6 << 20;
 // threads ran 5-8 % faster polling 20 us than 100 us (a polling worker takes a core that the
 // others need).
 constexpr int kSpinMicros = 20;
-// By measurement (bench/RESULTS.md, ninth pass): on free cores, cnn batch 32 on 2 threads ran
-// X faster polling 250 us than 20 us: the gaps between a step's jobs are ~50-150 us.
+// By measurement (bench/RESULTS.md, ninth pass): on free cores the gaps between a step's jobs
+// are ~50-150 us, and a sleeping worker woke ~100-150 us late; cnn batch 32 on 2 threads ran
+// 5-6 % faster polling 250 us and splitting the small jobs (with a busy neighbour: as before).
 constexpr int kFreePollMicros = 250;
 
 // The node's cores shared among the ranks on it (at least 1): --threads 0.
