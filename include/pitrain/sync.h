@@ -141,7 +141,7 @@ struct SyncChoice {
 
 // The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,
 // then local SGD rounds: int4 every 8 steps, blocking; overlapped every 8 to 32 steps in bf16 or
-// int8, then every 2, 3, ... 64 in PowerSGD), whose communication fits this link: per-step
+// int8, then every 8, 9, ... 64 in PowerSGD), whose communication fits this link: per-step
 // allreduces cost the step at most a fifth, a blocking round at most two fifths of its K steps
 // and itself, an overlapped round takes no longer than the K steps it hides behind; else the
 // most frugal. Overlapped bf16 and int8 rounds may then double K during the run, up to 32

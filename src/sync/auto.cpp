@@ -96,8 +96,12 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   for (int every = kBlockingEvery; every <= kMaxFullRankEvery; every *= 2)
     for (WireType wire : {WireType::bf16, WireType::int8}) candidates.push_back({every, wire, true});
   // PowerSGD's K stays as chosen, so it is the smallest that hides the round, not a power of
-  // two: mlp on wlan learnt less a step at K = 32 than with a round every 25 steps.
-  for (int every = 2; every <= kMaxEvery; ++every) candidates.push_back({every, WireType::powersgd, true});
+  // two: mlp on wlan learnt less a step at K = 32 than with a round every 25 steps. It starts at
+  // the blocking round's K too: a round costs a rank more than the link's time (its compression,
+  // two allreduces one after the other, on the emulated hosts each phase's wait for a host its
+  // CPU quota holds back). mlp at 100 Mbit/s, where the link alone would allow K = 3, reached
+  // 0.78 sooner with rounds every 6 or 11 steps (bench/RESULTS.md, ninth pass).
+  for (int every = kBlockingEvery; every <= kMaxEvery; ++every) candidates.push_back({every, WireType::powersgd, true});
   auto round = [&](const Candidate& c, int64_t* bytes) {  // seconds an average takes
     *bytes = wire_bytes(c.wire, n_params, WireOptions{true, given.powersgd_rank, matrices});
     return link.allreduce_seconds(*bytes, c.wire == WireType::powersgd ? 2 : 1);
