@@ -111,7 +111,7 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(wlan.why.find("rounds every 9 steps, overlapped in powersgd rank 4") == 0);
   CHECK_FALSE(wlan.opts.max_sync_every);  // PowerSGD's K stays
   // 60 Mbit/s (the emulated 100 Mbit/s hosts as the probe sees them) and a 0.67 ms step:
-  // PowerSGD's 1.9 ms would hide behind 3 steps, but its rounds come every 8 at most.
+  // PowerSGD's 1.9 ms would hide behind 3 steps, but its rounds come every 8 steps at the least.
   const SyncChoice ethernet = choose(60, 0.2e-3, 0.00067);
   CHECK(ethernet.opts.wire == WireType::powersgd);
   CHECK(ethernet.opts.sync_every == 8);

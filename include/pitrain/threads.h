@@ -40,7 +40,6 @@ class ThreadPool {
   // Up to size() ranges of at least `grain` (element-wise work: below that a range costs less
   // than handing it to another thread), one while the cores are crowded.
   int ranges(int64_t n, int64_t grain = kRangeGrain) const;
-  bool crowded() const { return crowded_; }
 
   static constexpr int64_t kRangeGrain = 8192;
 
@@ -116,7 +115,7 @@ constexpr double kShareBytes = 6 << 20;
 constexpr int kSpinMicros = 20;
 // By measurement (bench/RESULTS.md, ninth pass): on free cores the gaps between a step's jobs
 // are ~50-150 us, and a sleeping worker woke ~100-150 us late; cnn batch 32 on 2 threads ran
-// 5-6 % faster polling 250 us and splitting the small jobs (with a busy neighbour: as before).
+// 4-6 % faster polling 250 us and splitting the small jobs (with a busy neighbour: as before).
 constexpr int kFreePollMicros = 250;
 
 // The node's cores shared among the ranks on it (at least 1): --threads 0.

@@ -95,12 +95,12 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
       {1, WireType::fp32, false}, {1, WireType::bf16, false}, {kBlockingEvery, WireType::int4, false}};
   for (int every = kBlockingEvery; every <= kMaxFullRankEvery; every *= 2)
     for (WireType wire : {WireType::bf16, WireType::int8}) candidates.push_back({every, wire, true});
-  // PowerSGD's K stays as chosen, so it is the smallest that hides the round, not a power of
-  // two: mlp on wlan learnt less a step at K = 32 than with a round every 25 steps. It starts at
-  // the blocking round's K too: a round costs a rank more than the link's time (its compression,
-  // two allreduces one after the other, on the emulated hosts each phase's wait for a host its
-  // CPU quota holds back). mlp at 100 Mbit/s, where the link alone would allow K = 3, reached
-  // 0.78 sooner with rounds every 6 or 11 steps (bench/RESULTS.md, ninth pass).
+  // PowerSGD's K stays as chosen, so it is the smallest from 8 on that hides the round, not a power
+  // of two: mlp on wlan learnt less a step at K = 32 than with a round every 25 steps. It starts at
+  // the blocking round's K: a round costs a rank more than the link's time (its compression, two
+  // allreduces one after the other, on the emulated hosts each phase's wait for a host its CPU
+  // quota holds back). mlp at 100 Mbit/s, where the link alone would allow K = 3, reached 0.78
+  // sooner with rounds every 6 or 11 steps (bench/RESULTS.md, ninth pass).
   for (int every = kBlockingEvery; every <= kMaxEvery; ++every) candidates.push_back({every, WireType::powersgd, true});
   auto round = [&](const Candidate& c, int64_t* bytes) {  // seconds an average takes
     *bytes = wire_bytes(c.wire, n_params, WireOptions{true, given.powersgd_rank, matrices});
@@ -129,7 +129,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   // stays: with its low rank, mlp learnt less a step as K doubled. A blocking round's cost is
   // what the probe measured, so its K stays too.
   choice.opts.max_sync_every = pick.overlap && pick.wire != WireType::powersgd ? kMaxFullRankEvery : 0;
-  if (pick.wire == WireType::powersgd && pick.every > 1)
+  if (pick.wire == WireType::powersgd)
     choice.opts.outer_lr = kRoundOuterLr, choice.opts.outer_momentum = kRoundOuterMomentum;
   const std::string what =
       (pick.every == 1 ? std::string("gradients every step")

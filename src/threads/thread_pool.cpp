@@ -19,7 +19,8 @@ bool spin_until(int micros, Done done) {
 
 // Whether the calling thread, over the last window, waited for a core (ready to run) more than
 // an eighth of the time it ran: from the kernel's scheduler statistics, nanoseconds on a core
-// and waiting for one (/proc/thread-self/schedstat). Where the kernel keeps none: crowded.
+// and waiting for one (/proc/thread-self/schedstat). Where the kernel keeps none (no file, or
+// zeros though the thread ran jobs): crowded.
 class CrowdingMeter {
  public:
   void update(std::atomic<bool>& crowded) {
@@ -27,7 +28,7 @@ class CrowdingMeter {
     if (now - last_ < std::chrono::milliseconds(50)) return;
     last_ = now;
     int64_t run = 0, wait = 0;
-    if (!(std::ifstream("/proc/thread-self/schedstat") >> run >> wait)) {
+    if (!(std::ifstream("/proc/thread-self/schedstat") >> run >> wait) || run <= run_) {
       crowded = true;
       return;
     }
@@ -85,9 +86,11 @@ void ThreadPool::work(bool measures_crowding) {
       ++active_;
     }
     take_items();
-    if (measures_crowding) meter.update(crowded_);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--active_ == 0) done_.notify_one();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--active_ == 0) done_.notify_one();
+    }
+    if (measures_crowding) meter.update(crowded_);  // after the job: its caller does not wait for it
   }
 }
 
