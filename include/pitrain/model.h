@@ -51,9 +51,9 @@ class Model {
 
   void init_params(uint64_t seed);  // Keras defaults: glorot_uniform kernels, zero biases
   void reserve(int batch);          // the only place activations are allocated
-  // Every layer's prepared weights from the current parameters (Layer::prepare), or piece `part`
-  // of `parts` of them.
-  void prepare(int part = 0, int parts = 1);
+  // Piece `part` of `parts` of every layer's prepared weights, from the current parameters
+  // (Layer::prepare; ThreadedModel makes the pieces on its threads).
+  void prepare(int part, int parts);
   int64_t prepared_floats() const { return int64_t(prepared_.size()); }
 
   // x: (n, 28, 28, 1) floats in [0, 1]; returns the logits (n, classes).
