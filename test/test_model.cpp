@@ -61,6 +61,47 @@ TEST_CASE("adam follows Keras' update") {
   CHECK_THROWS_AS(lr_scale("cubic", 4), Error);
 }
 
+TEST_CASE("adam over a long vector: Keras' rule element by element, the same bits on any x86 vector unit") {
+  // 1000 values: the vector copies' wide loop and their tail. The reference repeats the rule
+  // one operation at a time; on x86-64 without FMA (the portable build) it must match exactly,
+  // as every copy of the update (SSE2, AVX2, AVX-512) must, so that ranks on different CPUs
+  // keep equal weights.
+  const int64_t n = 1000;
+  for (const float share : {1.0f, 0.25f}) {
+    INFO("noise share " << share);
+    const size_t count = static_cast<size_t>(n);
+    std::vector<float> p(count), want(count), m(count, 0.0f), v(count, 0.0f);
+    for (int64_t i = 0; i < n; ++i) p[size_t(i)] = want[size_t(i)] = uniform01(5, uint64_t(i)) - 0.5f;
+    Adam adam(n);
+    adam.set_noise_share(share);
+    for (int t = 1; t <= 3; ++t) {
+      std::vector<float> g(count);
+      for (int64_t i = 0; i < n; ++i) g[size_t(i)] = uniform01(uint64_t(t), uint64_t(i)) - 0.5f;
+      adam.step(p.data(), g.data(), n, 0.01f);
+      const double m_bias = 1.0 - std::pow(double(0.9f), t);  // as Adam does, from the float betas
+      const float lr_t = float(0.01f * std::sqrt(1.0 - std::pow(double(0.999f), t)) / m_bias), m_correction = float(1.0 / m_bias);
+      for (size_t i = 0; i < count; ++i) {
+        m[i] = 0.9f * m[i] + (1.0f - 0.9f) * g[i];
+        float g2 = g[i] * g[i];
+        if (share < 1.0f) {
+          const float mean = m[i] * m_correction;
+          g2 = g2 * share + (1.0f - share) * mean * mean;
+        }
+        v[i] = 0.999f * v[i] + (1.0f - 0.999f) * g2;
+        want[i] -= lr_t * m[i] / (std::sqrt(v[i]) + 1e-7f);
+      }
+    }
+    for (size_t i = 0; i < count; ++i) {
+      INFO(i);
+#if defined(__x86_64__) && !defined(__FMA__)
+      REQUIRE(p[i] == want[i]);
+#else
+      REQUIRE(p[i] == Approx(want[i]).epsilon(1e-6));
+#endif
+    }
+  }
+}
+
 TEST_CASE("adam with a noise share of 1/4 feeds v the second moment of the mean of 4 gradients") {
   // Constant gradients carry no noise: the estimate changes nothing (m^ is the gradient itself).
   std::vector<float> plain = {1.0f}, local = {1.0f}, g = {0.5f};
