@@ -7,7 +7,10 @@
 # Emulation (see ../shared/DESIGN.md): one network namespace per host, veths into a bridge in a
 # namespace of its own, each host's link shaped with tc tbf in both directions, a cgroup-v1 CPU
 # quota per host, Open MPI launched into the namespaces through bench/netns_rsh.sh. No latency
-# is added (netem is not available): links are ~10 us one way, not a Pi's 0.1-5 ms.
+# is added (netem is not available): links are ~10 us one way, not a Pi's 0.1-5 ms. A host's
+# quota runs it 5 ms of every 10 and then stops it, which no Pi does: hosts with short steps
+# (mlp: ~11 steps a period) drift apart by several steps between rounds and wait for each
+# other at the next (bench/RESULTS.md, tenth pass).
 #
 # Needs (Debian): iproute2, gnuplot-nox for the plot, python3-torch python3-h5py for the peer.
 # usage: bench/cluster.sh [options]
