@@ -25,7 +25,8 @@ namespace {
 
 // One Adam update; Noisy: v is fed the second moment of the mean the gradients sample (see Adam).
 template <bool Noisy>
-PITRAIN_VECTOR_COPIES void adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
+PITRAIN_VECTOR_COPIES
+void adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
                  float lr_t, float b1, float b2, float eps, float share, float m_correction) {
   for (int64_t i = 0; i < n; ++i) {
     m[i] = b1 * m[i] + (1.0f - b1) * g[i];
