@@ -66,21 +66,20 @@ TEST_CASE("adam over a long vector: Keras' rule element by element, the same bit
   // one operation at a time; on x86-64 without FMA (the portable build) it must match exactly,
   // as every copy of the update (SSE2, AVX2, AVX-512) must, so that ranks on different CPUs
   // keep equal weights.
-  const int64_t n = 1000;
+  const size_t n = 1000;
   for (const float share : {1.0f, 0.25f}) {
     INFO("noise share " << share);
-    const size_t count = static_cast<size_t>(n);
-    std::vector<float> p(count), want(count), m(count, 0.0f), v(count, 0.0f);
-    for (int64_t i = 0; i < n; ++i) p[size_t(i)] = want[size_t(i)] = uniform01(5, uint64_t(i)) - 0.5f;
-    Adam adam(n);
+    std::vector<float> p(n), want(n), m(n, 0.0f), v(n, 0.0f);
+    for (size_t i = 0; i < n; ++i) p[i] = want[i] = uniform01(5, i) - 0.5f;
+    Adam adam(static_cast<int64_t>(n));
     adam.set_noise_share(share);
     for (int t = 1; t <= 3; ++t) {
-      std::vector<float> g(count);
-      for (int64_t i = 0; i < n; ++i) g[size_t(i)] = uniform01(uint64_t(t), uint64_t(i)) - 0.5f;
-      adam.step(p.data(), g.data(), n, 0.01f);
+      std::vector<float> g(n);
+      for (size_t i = 0; i < n; ++i) g[i] = uniform01(uint64_t(t), i) - 0.5f;
+      adam.step(p.data(), g.data(), int64_t(n), 0.01f);
       const double m_bias = 1.0 - std::pow(double(0.9f), t);  // as Adam does, from the float betas
       const float lr_t = float(0.01f * std::sqrt(1.0 - std::pow(double(0.999f), t)) / m_bias), m_correction = float(1.0 / m_bias);
-      for (size_t i = 0; i < count; ++i) {
+      for (size_t i = 0; i < n; ++i) {
         m[i] = 0.9f * m[i] + (1.0f - 0.9f) * g[i];
         float g2 = g[i] * g[i];
         if (share < 1.0f) {
@@ -91,7 +90,7 @@ TEST_CASE("adam over a long vector: Keras' rule element by element, the same bit
         want[i] -= lr_t * m[i] / (std::sqrt(v[i]) + 1e-7f);
       }
     }
-    for (size_t i = 0; i < count; ++i) {
+    for (size_t i = 0; i < n; ++i) {
       INFO(i);
 #if defined(__x86_64__) && !defined(__FMA__)
       REQUIRE(p[i] == want[i]);
