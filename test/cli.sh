@@ -99,7 +99,7 @@ assert j["allreduces_per_step"] == 3, j
 ' || fail "train --grad-dtype powersgd"
 # --sync auto says what it measured and chose, in the banner and in the JSON.
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 4 --threads 1 --sync auto >"$work/auto" 2>&1
-grep -qE "^sync auto: (gradients every step|rounds every [0-9]+ steps, (overlapped|blocking)) in [a-z0-9]+.* \(link: .* an allreduce, [0-9.]+ MB/s\)(; K doubles \(up to 32\) while the rounds keep a rank waiting)?$" "$work/auto" \
+grep -qE "^sync auto: (gradients every step|rounds every [0-9]+ steps, (overlapped|blocking|overlapped and applied [0-9]+ steps later,)) in [a-z0-9]+.* \(link: .* an allreduce, [0-9.]+ MB/s\)(; K doubles \(up to 32\) while the rounds keep a rank waiting)?$" "$work/auto" \
   || { fail "train --sync auto banner"; cat "$work/auto"; }
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 4 --threads 1 --sync auto --json \
   | tail -n 1 | python3 -c '
@@ -152,6 +152,7 @@ expect_error "--optimizer rmsprop: use adam or sgd" "$PITRAIN" train --data "$wo
 expect_error "--grad-dtype fp8: use fp32, fp16, bf16, int8, int4 or powersgd" "$PITRAIN" train --data "$work/d.h5" --grad-dtype fp8
 expect_error "--sync auto chooses --sync-every itself: leave it out, or use --sync manual" "$PITRAIN" train --data "$work/d.h5" --sync auto --sync-every 8
 expect_error "--outer-momentum must be in [0, 1)" "$PITRAIN" train --data "$work/d.h5" --outer-momentum 1
+expect_error "--overlap-steps applies to local SGD's overlapped rounds: add --overlap and --sync-every K (K > 1)" "$PITRAIN" train --data "$work/d.h5" --overlap-steps 2
 expect_error "--sync-every must be a positive number" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --sync-every 0
 expect_error "unknown layer or model 'resnet'" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model resnet
 expect_error "started as 1 rank(s), but --expect-ranks 4" "$PITRAIN" train --data "$work/d.h5" --expect-ranks 4

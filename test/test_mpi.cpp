@@ -177,7 +177,7 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   CHECK(worst < 1e-4);  // the same sums, possibly added in another order
 }
 
-TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one round late") {
+TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one round late, or after --overlap-steps") {
   Comm comm;
   const int64_t n = 6;
   const std::vector<float> start = {1, -2, 0.5f, 3, 0, -1};
@@ -188,10 +188,11 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
     for (int r = 0; r < comm.size(); ++r) s += update(r, step, i);
     return s / float(comm.size());
   };
-  for (bool overlap : {false, true}) {
+  for (const auto& [overlap, overlap_steps] : {std::pair{false, 0}, std::pair{true, 0}, std::pair{true, 1}}) {
     SyncOptions o;
     o.sync_every = 2;
     o.overlap = overlap;
+    o.overlap_steps = overlap_steps;
     std::vector<float> p = start;
     auto sync = make_sync_strategy(comm, p.data(), n, o);
     for (int step = 0; step < 4; ++step) {
@@ -199,6 +200,10 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
       sync->after_update(p.data(), step);
       if (step == 1 && !overlap) {  // averaged at once
         for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == start[size_t(i)] + mean_update(0, i) + mean_update(1, i));
+      }
+      if (step == 2 && overlap_steps == 1) {  // the round of steps 0-1 applied a step after it started
+        for (int64_t i = 0; i < n; ++i)
+          CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i) + update(comm.rank(), 2, i)));
       }
       if (step == 2 && comm.size() > 1) {  // validation: the round of steps 0-1 (finished now); step 2 own
         const float* common = sync->common_params(p.data(), step);

@@ -121,7 +121,7 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK_FALSE(fast.opts.max_sync_every);
 }
 
-TEST_CASE("--sync auto: int4 rounds every 8 steps that block while they cost two fifths at most, then overlapped ones") {
+TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 steps on where those hide them, else blocking while they cost two fifths at most, then overlapped ones") {
   // The cnn (42,831 parameters) on the emulated wlan: int4's 24 KB take 16 ms a round, int8's
   // 44 KB 29 ms.
   const int64_t n = 42831;
@@ -129,10 +129,21 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps that block while they cost two
   auto choose = [&](double step) {
     return choose_sync(SyncOptions{}, step, LinkTiming{0.25e-3, 1 / 1.5e6}, n, kernels);
   };
-  const SyncChoice blocking = choose(0.005);  // 16 ms after 8 steps of 5 ms: 29 % waiting
+  for (double step : {0.010, 0.040}) {  // 2 steps hide the round
+    const SyncChoice soon = choose(step);
+    CHECK(soon.opts.wire == WireType::int4);
+    CHECK(soon.opts.sync_every == 8);
+    CHECK(soon.opts.overlap);
+    CHECK(soon.opts.overlap_steps == 2);
+    CHECK(soon.opts.error_feedback);
+    CHECK(soon.opts.max_sync_every == 0);  // the probe measured its cost: K stays
+    CHECK(soon.why.find("rounds every 8 steps, overlapped and applied 2 steps later, in int4") == 0);
+  }
+  const SyncChoice blocking = choose(0.005);  // 16 ms after 8 steps of 5 ms: 29 % waiting; 2 steps hide 10
   CHECK(blocking.opts.wire == WireType::int4);
   CHECK(blocking.opts.sync_every == 8);
   CHECK_FALSE(blocking.opts.overlap);
+  CHECK(blocking.opts.overlap_steps == 0);
   CHECK(blocking.opts.max_sync_every == 0);  // the probe measured its cost: K stays
   CHECK(blocking.why.find("rounds every 8 steps, blocking in int4") == 0);
   // After 8 steps of 2.5 ms: 45 %; 8 overlapped steps hide neither format, 16 hide int8's.

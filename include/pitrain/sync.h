@@ -29,6 +29,10 @@ struct SyncOptions {
   // Per-step sync: start each bucket's allreduce as soon as backward has made it. Local SGD:
   // average during the next K steps, and apply the average (plus those steps) one round late.
   bool overlap = false;
+  // Overlapped local SGD: apply each average this many steps after its round started, if that
+  // is sooner than the next round (0: at the next round). The ranks then drift apart for
+  // K + overlap_steps steps instead of 2K (Streaming DiLoCo's overlap of tau inner steps).
+  int overlap_steps = 0;
   int64_t bucket_bytes = 1 << 20;
   // Overlapped local SGD (--sync auto): K doubles, up to this, after two rounds in a row made a
   // rank wait more than a fifth of their time for them to finish (from K = 4 on, two fifths).
@@ -140,10 +144,11 @@ struct SyncChoice {
 };
 
 // The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,
-// then local SGD rounds: int4 every 8 steps, blocking; overlapped every 8 to 32 steps in bf16 or
-// int8, then every 8, 9, ... 64 in PowerSGD), whose communication fits this link: per-step
-// allreduces cost the step at most a fifth, a blocking round at most two fifths of its K steps
-// and itself, an overlapped round takes no longer than the K steps it hides behind; else the
+// then local SGD rounds: int4 every 8 steps, applied 2 steps after they start, or else
+// blocking; overlapped every 8 to 32 steps in bf16 or int8, then every 8, 9, ... 64 in
+// PowerSGD), whose communication fits this link: per-step allreduces cost the step at most a
+// fifth, a blocking round at most two fifths of its K steps and itself, an overlapped round
+// takes no longer than the steps it hides behind (K, or the 2 before it is applied); else the
 // most frugal. Overlapped bf16 and int8 rounds may then double K during the run, up to 32
 // (max_sync_every). A pure function: every rank that passes the same figures gets the same choice.
 SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link, int64_t n_params,

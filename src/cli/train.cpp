@@ -32,9 +32,12 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(o.sync.powersgd_rank >= 1 && o.sync.powersgd_rank <= 64, "--powersgd-rank must be 1 to 64, got " + std::to_string(o.sync.powersgd_rank));
   require(o.sync.outer_lr > 0 && std::isfinite(o.sync.outer_lr), "--outer-lr must be a positive number");
   require(o.sync.outer_momentum >= 0 && o.sync.outer_momentum < 1, "--outer-momentum must be in [0, 1)");
+  require(o.sync.overlap_steps >= 0, "--overlap-steps must be 0 (at the next round) or a positive number of steps");
+  require(!o.sync.overlap_steps || (o.sync.overlap && o.sync.sync_every > 1),
+          "--overlap-steps applies to local SGD's overlapped rounds: add --overlap and --sync-every K (K > 1)");
   require_choice("--sync", r["sync"].as<std::string>(), {"manual", "auto"});
   if (r["sync"].as<std::string>() == "auto")
-    for (const char* flag : {"sync-every", "grad-dtype", "error-feedback", "overlap", "bucket-kb"})
+    for (const char* flag : {"sync-every", "grad-dtype", "error-feedback", "overlap", "overlap-steps", "bucket-kb"})
       require(!r.count(flag), std::string("--sync auto chooses --") + flag + " itself: leave it out, or use --sync manual");
   const int64_t bucket_kb = r["bucket-kb"].as<int64_t>();  // in KB: bounded so that the bytes fit an int64
   require(bucket_kb > 0 && bucket_kb <= 1048576, "--bucket-kb must be 1 to 1048576 (1 GB), got " + std::to_string(bucket_kb));
@@ -84,6 +87,8 @@ int train(int argc, char** argv, Comm& comm) {
     ("outer-lr", "Local SGD's outer learning rate on the averaged change (DiLoCo: 0.7)", cxxopts::value(o.sync.outer_lr)->default_value("1"))
     ("outer-momentum", "Local SGD's outer Nesterov momentum (DiLoCo: 0.9)", cxxopts::value(o.sync.outer_momentum)->default_value("0"))
     ("overlap", "Communicate while computing: gradient buckets during backward; with --sync-every, each average during the next K steps", cxxopts::value(o.sync.overlap))
+    ("overlap-steps", "With --overlap and --sync-every: apply each average this many steps after its round started (0: at the next round)",
+     cxxopts::value(o.sync.overlap_steps)->default_value("0"))
     ("bucket-kb", "Bucket size for --overlap", cxxopts::value<int64_t>()->default_value("1024"));
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;

@@ -26,6 +26,14 @@ constexpr int64_t kProbeBytes = 64 * 1024;
 // the 2nd validation 0.814 / 0.817 / 0.811 (seeds 0-2) in int4 and 0.816 / 0.817 / 0.805 in
 // int8 against 0.809 / 0.810 / 0.799 overlapped in int8; at the full budget 0.8815 in int4,
 // 0.8785 per-step. So blocking rounds go in int4, the fewest bytes.
+// Better still, an int4 round every 8 steps applied 2 steps after it started, where those steps
+// hide it: the rank trains on meanwhile, and learnt almost as much (0.813 / 0.812 / 0.802; 1
+// step: 0.815 / 0.816 / 0.805; 4: 0.804 / 0.806 / 0.791; 8, a round late: 0.788 / 0.793 /
+// 0.780). Not 1 step: the ring's six phases each move on only in an MPI call after their data
+// arrived, and a step makes about four (after each weighted layer's backward, after the
+// update), so one step never carries a round; on the emulated 100 Mbit/s hosts 1 step did not
+// beat the blocking round (bench/RESULTS.md, eleventh pass).
+constexpr int kOverlapSteps = 2;
 // MPI moves an overlapped round only inside its calls, a few a step, so on the emulated hosts
 // at 100 Mbit/s rounds every 4 steps overlapped cost more than blocking ones every 8 (12-14
 // against 10-11 ms a step; bench/RESULTS.md, eighth pass). A blocking round is taken while it
@@ -84,15 +92,19 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
     int every;
     WireType wire;
     bool overlap;
+    int overlap_steps = 0;  // overlapped: applied this many steps after it started; 0: at the next round
   };
   // bf16 and int8 keep nearly all of a round, PowerSGD's low rank drops much: after the per-step
-  // formats and int4 rounds that block, overlapped rounds in bf16 or int8 up to K =
-  // kMaxFullRankEvery come first (measured for cnn on wlan, K = 8: 0.80 accuracy two epochs
-  // sooner in int8 than in PowerSGD), then PowerSGD up to kMaxEvery. Overlapped bf16 and int8
+  // formats and int4 rounds every 8 steps (applied 2 steps on, else blocking),
+  // overlapped rounds in bf16 or int8 up to K = kMaxFullRankEvery come first (measured for cnn
+  // on wlan, K = 8: 0.80 accuracy two epochs sooner in int8 than in PowerSGD), then PowerSGD up
+  // to kMaxEvery. Overlapped bf16 and int8
   // start at the blocking round's K: a round that 4 overlapped steps would hide (no longer than
   // them), a blocking round every 8 affords (it may take 16/3 steps).
-  std::vector<Candidate> candidates = {
-      {1, WireType::fp32, false}, {1, WireType::bf16, false}, {kBlockingEvery, WireType::int4, false}};
+  std::vector<Candidate> candidates = {{1, WireType::fp32, false},
+                                       {1, WireType::bf16, false},
+                                       {kBlockingEvery, WireType::int4, true, kOverlapSteps},
+                                       {kBlockingEvery, WireType::int4, false}};
   for (int every = kBlockingEvery; every <= kMaxFullRankEvery; every *= 2)
     for (WireType wire : {WireType::bf16, WireType::int8}) candidates.push_back({every, wire, true});
   // PowerSGD's K stays as chosen, so it is the smallest from 8 on that hides the round, not a power
@@ -107,13 +119,14 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
     return link.allreduce_seconds(*bytes, c.wire == WireType::powersgd ? 2 : 1);
   };
   // Every step, the allreduce waits in full; so does a blocking round, once every K steps; a
-  // round overlapped with K steps costs only what outlasts them.
+  // round overlapped with K steps (or with the steps until it is applied) costs only what
+  // outlasts them.
   auto fits = [&](const Candidate& c) {
     int64_t bytes;
     const double t = round(c, &bytes);
     if (c.every == 1) return t <= kCommShare * step_seconds;
     if (!c.overlap) return t <= kBlockingShare * (c.every * step_seconds + t);
-    return t <= kOverlapShare * c.every * step_seconds;
+    return t <= kOverlapShare * (c.overlap_steps ? c.overlap_steps : c.every) * step_seconds;
   };
   const auto it = std::find_if(candidates.begin(), candidates.end(), fits);
   const Candidate pick = it != candidates.end() ? *it : candidates.back();
@@ -124,16 +137,21 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   choice.opts.wire = pick.wire;
   choice.opts.error_feedback = pick.wire != WireType::fp32;
   choice.opts.overlap = pick.overlap;
+  choice.opts.overlap_steps = pick.overlap_steps;
   // Overlapped bf16 and int8 rounds may grow to kMaxFullRankEvery during the run (cnn's final
   // accuracy with int8 at K = 8, 16 and 32 was within 0.5 points of per-step sync); PowerSGD's K
-  // stays: with its low rank, mlp learnt less a step as K doubled. A blocking round's cost is
-  // what the probe measured, so its K stays too.
-  choice.opts.max_sync_every = pick.overlap && pick.wire != WireType::powersgd ? kMaxFullRankEvery : 0;
+  // stays: with its low rank, mlp learnt less a step as K doubled. A blocking round's cost, and
+  // that of one applied 2 steps on, is what the probe measured, so their K stays too.
+  const bool doubles = pick.overlap && !pick.overlap_steps && pick.wire != WireType::powersgd;
+  choice.opts.max_sync_every = doubles ? kMaxFullRankEvery : 0;
   if (pick.wire == WireType::powersgd)
     choice.opts.outer_lr = kRoundOuterLr, choice.opts.outer_momentum = kRoundOuterMomentum;
   const std::string what =
       (pick.every == 1 ? std::string("gradients every step")
-                       : "rounds every " + std::to_string(pick.every) + " steps, " + (pick.overlap ? "overlapped" : "blocking")) +
+                       : "rounds every " + std::to_string(pick.every) + " steps, " +
+                             (pick.overlap_steps ? "overlapped and applied " + std::to_string(pick.overlap_steps) + " steps later,"
+                              : pick.overlap            ? "overlapped"
+                                                        : "blocking")) +
       " in " + wire_type_name(pick.wire) + (pick.wire == WireType::powersgd ? " rank " + std::to_string(given.powersgd_rank) : "") +
       " (" + kb(bytes) + " an average, " + ms(t) + ")" +
       (choice.opts.outer_momentum > 0 ? ", outer Nesterov " + fmt("%g", choice.opts.outer_lr) + "/" + fmt("%g", choice.opts.outer_momentum) : "");

@@ -1,7 +1,7 @@
 // Local SGD: each rank takes K steps alone, then a round averages what the ranks learnt since
 // their last common parameters (the "anchor"), in the wire format. With overlap a round runs
-// during the next K steps and is applied at the following round, keeping the steps taken
-// meanwhile. Each rank keeps its own optimizer state: averaging Adam's moments too would
+// during the next K steps (or overlap_steps, if fewer) and is then applied, keeping the steps
+// taken meanwhile. Each rank keeps its own optimizer state: averaging Adam's moments too would
 // triple the traffic. The first sync_warmup steps average gradients, as per-step sync does.
 // An outer optimizer (DiLoCo, Douillard et al., 2023) may move the anchor by more than the mean
 // change: Nesterov momentum over the rounds, which keeps large K accurate.
@@ -45,6 +45,7 @@ class LocalSgd : public SyncStrategy {
         warmup_(opts.sync_warmup),
         first_(opts.sync_warmup),
         overlap_(opts.overlap),
+        overlap_steps_(opts.overlap_steps),
         outer_lr_(opts.outer_lr),
         outer_momentum_(opts.outer_momentum),
         anchor_(params, params + n),
@@ -69,6 +70,7 @@ class LocalSgd : public SyncStrategy {
       if (step + 1 == warmup_) std::copy(params, params + anchor_.size(), anchor_.begin());
       return;
     }
+    if (overlap_steps_ > 0 && round_step_ >= 0 && step - round_step_ >= overlap_steps_) finish_round(params, step, pace_.adapts());
     if (round_after(step)) round(params, step, pace_.adapts());
     per_step_.wire().progress();
   }
@@ -76,7 +78,7 @@ class LocalSgd : public SyncStrategy {
   void agree(float* params, int64_t step) override {
     if (step < warmup_) return;
     round(params, step, false);  // a round cut short (epoch end, checkpoint, stop) says nothing of K
-    finish_round(params, step);
+    finish_round(params, step, false);
     per_step_.wire().progress();
   }
 
@@ -84,7 +86,7 @@ class LocalSgd : public SyncStrategy {
   // (a `cnn` epoch of 4 emulated hosts in a 20 Mbit/s cell: 0.85 s, with that round 0.98 s).
   const float* common_params(float* params, int64_t step) override {
     if (step < warmup_) return params;
-    finish_round(params, step);
+    finish_round(params, step, false);
     return anchor_.data();
   }
 
@@ -107,24 +109,23 @@ class LocalSgd : public SyncStrategy {
   // `timed`: measure how long the round in flight kept this rank waiting (round_wait_).
   void round(float* params, int64_t step, bool timed) {
     if (step == started_after_) return;
-    const bool in_flight = round_step_ >= 0;
-    const double waited = comm_.mpi_seconds();
-    finish_round(params, step);
-    if (in_flight && timed)
-      round_wait_ = int(1000 * (comm_.mpi_seconds() - waited) / std::max(MPI_Wtime() - round_started_at_, 1e-9));
+    finish_round(params, step, timed);
     for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i];
     round_started_at_ = MPI_Wtime();
     per_step_.wire().start(delta_.data(), 0, int64_t(delta_.size()));
     round_step_ = started_after_ = step;
-    if (!overlap_) finish_round(params, step);
+    if (!overlap_) finish_round(params, step, false);
   }
 
   // New anchor = old anchor + the outer step from the mean of what was sent. A rank that took
   // steps since the round started keeps them on top of the new anchor; one that did not takes
   // the anchor itself, so that all such ranks hold the same bits.
-  void finish_round(float* params, int64_t step) {
+  void finish_round(float* params, int64_t step, bool timed) {
     if (round_step_ < 0) return;
+    const double waited = comm_.mpi_seconds();
     const std::vector<float>& mean = per_step_.wire().finish();
+    if (timed)
+      round_wait_ = int(1000 * (comm_.mpi_seconds() - waited) / std::max(MPI_Wtime() - round_started_at_, 1e-9));
     const bool moved = step != round_step_;
     for (size_t i = 0; i < anchor_.size(); ++i) {
       const float change = outer_step(i, mean[i]);
@@ -147,6 +148,7 @@ class LocalSgd : public SyncStrategy {
   RoundPace pace_;
   int64_t warmup_, first_;
   bool overlap_;
+  int overlap_steps_;  // apply a round this many steps after its start (0: at the next round)
   float outer_lr_, outer_momentum_;
   std::vector<float> anchor_, delta_;  // (n) the last common parameters; what this rank sent
   std::vector<float> momentum_;        // (n) the outer momentum, the same on every rank; empty without

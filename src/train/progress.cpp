@@ -146,6 +146,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"grad_dtype", wire_type_name(run_.sync.opts.wire)},
       {"error_feedback", run_.sync.opts.error_feedback},
       {"overlap", run_.sync.opts.overlap},
+      {"overlap_steps", run_.sync.opts.overlap_steps},
       {"outer_lr", std::stod(fmt("%.6g", run_.sync.opts.outer_lr))},
       {"outer_momentum", std::stod(fmt("%.6g", run_.sync.opts.outer_momentum))},
       {"sync_reason", run_.sync.why},

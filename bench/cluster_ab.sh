@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A/B of ways to train on the emulated hosts: the multi-host runs only, on one emulated cluster,
+# the variants alternating round by round, so that a slower minute of the machine falls on all
+# of them alike (bench/cluster.sh also runs one host each time and sets the cluster up anew for
+# every profile). For each run: ms a step (training time over steps), the MPI share, the
+# validation accuracy after each epoch and what --sync auto chose. Root only.
+# usage: bench/cluster_ab.sh [--profile P] [--model cnn|mlp] [--hosts N] [--rounds R] [--epochs E]
+#                            "NAME|BUILD_DIR|TRAIN ARGS" ...
+#   --profile  wlan, wlan-cell, ethernet or gigabit as in bench/cluster.sh (default wlan)
+#   --model    cnn at batch 32 a rank (default), mlp at 8; epochs of 9,600 and 3,200 images
+#   --rounds   runs of every variant (default 5); --epochs per run (default 4)
+# e.g. bench/cluster_ab.sh --profile wlan "before|/tmp/old/build|--sync auto" "after|build|--sync auto"
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+profile=wlan model=cnn hosts=4 rounds=5 epochs=4 cpu=0.5
+while [ $# -gt 0 ]; do
+  case $1 in
+    --profile) profile=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    --hosts) hosts=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    -*) echo "bench/cluster_ab.sh: unknown option $1 (see the header of this script)" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "bench/cluster_ab.sh: give at least one \"NAME|BUILD_DIR|TRAIN ARGS\"" >&2; exit 2; }
+case $profile in
+  wlan) mbit=20 cell="" ;; wlan-cell) mbit=20 cell=cell ;; ethernet) mbit=100 cell="" ;; gigabit) mbit=1000 cell="" ;;
+  *) echo "bench/cluster_ab.sh: unknown profile $profile (wlan, wlan-cell, ethernet or gigabit)" >&2; exit 2 ;;
+esac
+batch=32 images=9600
+[ "$model" = mlp ] && batch=8 images=3200
+steps=$((images / (hosts * batch)))
+# shellcheck source=bench/netns_cluster.sh
+. "$root/bench/netns_cluster.sh"
+emulation_available || exit 0
+work=$(mktemp -d /tmp/pitrain-cluster-ab-XXXXXX)
+trap 'teardown; rm -rf "$work"' EXIT
+# shellcheck source=bench/bench_data.sh
+. "$root/bench/bench_data.sh"
+prepare_bench_data "$root/build" "$root" "$work/d.h5"
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+make_cluster "$hosts" "$mbit" "$cell"
+emulated_hostfile "$hosts" >"$work/hosts"
+
+echo "$hosts emulated hosts, $cpu core each, $profile; $model, batch $batch a rank, $epochs epochs of $steps steps"
+echo
+echo "| round | variant | ms/step | MPI share | val acc after each epoch | --sync auto's choice |"
+echo "|---|---|---|---|---|---|"
+for round in $(seq "$rounds"); do
+  for variant in "$@"; do
+    IFS='|' read -r name build train_args <<<"$variant"
+    # The emulated launcher now and then leaves a host's daemon unstarted (bench/cluster.sh):
+    # such a run ends at the timeout without a log and is started again.
+    for _ in 1 2 3; do
+      rm -f "$work/log.csv"
+      # shellcheck disable=SC2046,SC2086
+      timeout 120 nsenter --net="/run/netns/$PITRAIN_CLUSTER-hhead" mpirun -np "$hosts" --hostfile "$work/hosts" \
+        --map-by node --bind-to none --mca mpi_yield_when_idle 1 -x OPENBLAS_NUM_THREADS=1 $(emulated_mpirun_args) \
+        "$build/pitrain" train --data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 \
+        --epochs "$epochs" --steps-per-epoch "$steps" --log "$work/log.csv" $train_args </dev/null >"$work/out" 2>&1 || true
+      [ -f "$work/log.csv" ] && break
+    done
+    python3 - "$work" "$round" "$name" "$steps" <<'PY'
+import csv, os, re, sys
+work, round_, name, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+out = open(f"{work}/out").read()
+if not os.path.exists(f"{work}/log.csv"):
+    print(f"| {round_} | {name} | failed: {out.strip().splitlines()[-1] if out.strip() else 'no output'} | | | |")
+    sys.exit()
+rows = list(csv.DictReader(open(f"{work}/log.csv")))
+seconds = sum(float(r["seconds"]) for r in rows)
+mpi = sum(float(r["mpi_seconds"]) for r in rows)
+choice = re.search(r"^sync auto: (.*?) \(", out, re.M)
+ms = 1e3 * seconds / (steps * len(rows))
+with open(f"{work}/ms.txt", "a") as f:
+    f.write(f"{name}\t{ms}\n")
+print(f"| {round_} | {name} | {ms:.2f} | {100 * mpi / seconds:.0f} % | "
+      + " / ".join(f"{float(r['val_accuracy']):.3f}" for r in rows) + f" | {choice.group(1) if choice else ''} |")
+PY
+  done
+done
+echo
+python3 - "$work/ms.txt" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, ms = line.rstrip("\n").split("\t")
+    runs.setdefault(name, []).append(float(ms))
+print("Medians: " + "; ".join(f"{name} {statistics.median(v):.2f} ms/step ({len(v)} runs)" for name, v in runs.items()))
+PY
