@@ -31,8 +31,8 @@ constexpr int64_t kProbeBytes = 64 * 1024;
 // step: 0.815 / 0.816 / 0.805; 4: 0.804 / 0.806 / 0.791; 8, a round late: 0.788 / 0.793 /
 // 0.780). Not 1 step: the ring's six phases each move on only in an MPI call after their data
 // arrived, and a step makes about four (after each weighted layer's backward, after the
-// update), so one step never carries a round; on the emulated 100 Mbit/s hosts 1 step did not
-// beat the blocking round (bench/RESULTS.md, eleventh pass).
+// update), so one step rarely carries a round whatever the link (on the emulated 100 Mbit/s
+// hosts 1 and 2 steps measured alike; bench/RESULTS.md, eleventh pass).
 constexpr int kOverlapSteps = 2;
 // MPI moves an overlapped round only inside its calls, a few a step, so on the emulated hosts
 // at 100 Mbit/s rounds every 4 steps overlapped cost more than blocking ones every 8 (12-14
