@@ -95,12 +95,11 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
     int overlap_steps = 0;  // overlapped: applied this many steps after it started; 0: at the next round
   };
   // bf16 and int8 keep nearly all of a round, PowerSGD's low rank drops much: after the per-step
-  // formats and int4 rounds every 8 steps (applied 2 steps on, else blocking),
-  // overlapped rounds in bf16 or int8 up to K = kMaxFullRankEvery come first (measured for cnn
-  // on wlan, K = 8: 0.80 accuracy two epochs sooner in int8 than in PowerSGD), then PowerSGD up
-  // to kMaxEvery. Overlapped bf16 and int8
-  // start at the blocking round's K: a round that 4 overlapped steps would hide (no longer than
-  // them), a blocking round every 8 affords (it may take 16/3 steps).
+  // formats and int4 rounds every 8 steps (applied 2 steps on, else blocking), overlapped rounds
+  // in bf16 or int8 up to K = kMaxFullRankEvery come first (measured for cnn on wlan, K = 8: 0.80
+  // accuracy two epochs sooner in int8 than in PowerSGD), then PowerSGD up to kMaxEvery.
+  // Overlapped bf16 and int8 start at the blocking round's K: a round that 4 overlapped steps
+  // would hide (no longer than them), a blocking round every 8 affords (it may take 16/3 steps).
   std::vector<Candidate> candidates = {{1, WireType::fp32, false},
                                        {1, WireType::bf16, false},
                                        {kBlockingEvery, WireType::int4, true, kOverlapSteps},
