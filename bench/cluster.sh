@@ -68,11 +68,6 @@ trap 'teardown; rm -rf "$work"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-rate_of() {
-  case $1 in wlan | wlan-cell) echo 20 ;; ethernet) echo 100 ;; gigabit) echo 1000 ;; *mbit) echo "${1%mbit}" ;;
-    *) echo "bench/cluster.sh: unknown profile $1 (wlan, wlan-cell, ethernet, gigabit or RATEmbit)" >&2; exit 2 ;; esac
-}
-
 # --- one training run -------------------------------------------------------------------------
 # launch N HOSTFILE COMMAND...: mpirun over the first N hosts, in the head namespace if emulated.
 launch() {
@@ -173,7 +168,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 for profile in ${profiles//,/ }; do
   if [ -z "$hostfile" ]; then
     [ "$(id -u)" -eq 0 ] || { echo "bench/cluster.sh: the emulation needs root (or use --hostfile)" >&2; exit 2; }
-    make_cluster "$hosts" "$(rate_of "$profile")" "$([ "$profile" = wlan-cell ] && echo cell)"
+    make_profile_cluster "$hosts" "$profile"
     emulated_hostfile 1 >"$work/one"
     emulated_hostfile "$hosts" >"$work/all"
     total=$hosts

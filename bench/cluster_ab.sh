@@ -6,7 +6,7 @@
 # validation accuracy after each epoch and what --sync auto chose. Root only.
 # usage: bench/cluster_ab.sh [--profile P] [--model cnn|mlp] [--hosts N] [--rounds R] [--epochs E]
 #                            "NAME|BUILD_DIR|TRAIN ARGS" ...
-#   --profile  wlan, wlan-cell, ethernet or gigabit as in bench/cluster.sh (default wlan)
+#   --profile  wlan, wlan-cell, ethernet, gigabit or RATEmbit as in bench/cluster.sh (default wlan)
 #   --model    cnn at batch 32 a rank (default), mlp at 8; epochs of 9,600 and 3,200 images
 #   --rounds   runs of every variant (default 5); --epochs per run (default 4)
 # e.g. bench/cluster_ab.sh --profile wlan "before|/tmp/old/build|--sync auto" "after|build|--sync auto"
@@ -25,10 +25,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -gt 0 ] || { echo "bench/cluster_ab.sh: give at least one \"NAME|BUILD_DIR|TRAIN ARGS\"" >&2; exit 2; }
-case $profile in
-  wlan) mbit=20 cell="" ;; wlan-cell) mbit=20 cell=cell ;; ethernet) mbit=100 cell="" ;; gigabit) mbit=1000 cell="" ;;
-  *) echo "bench/cluster_ab.sh: unknown profile $profile (wlan, wlan-cell, ethernet or gigabit)" >&2; exit 2 ;;
-esac
 batch=32 images=9600
 [ "$model" = mlp ] && batch=8 images=3200
 steps=$((images / (hosts * batch)))
@@ -41,7 +37,7 @@ trap 'teardown; rm -rf "$work"' EXIT
 . "$root/bench/bench_data.sh"
 prepare_bench_data "$root/build" "$root" "$work/d.h5"
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-make_cluster "$hosts" "$mbit" "$cell"
+make_profile_cluster "$hosts" "$profile"
 emulated_hostfile "$hosts" >"$work/hosts"
 
 echo "$hosts emulated hosts, $cpu core each, $profile; $model, batch $batch a rank, $epochs epochs of $steps steps"

@@ -64,6 +64,19 @@ make_cluster() {
   done
 }
 
+# make_profile_cluster N PROFILE: make_cluster for a link profile of bench/cluster.sh: wlan (20
+# Mbit/s a host), wlan-cell (one shared 20 Mbit/s cell), ethernet (100), gigabit (1000), RATEmbit.
+make_profile_cluster() {
+  case $2 in
+    wlan) make_cluster "$1" 20 ;;
+    wlan-cell) make_cluster "$1" 20 cell ;;
+    ethernet) make_cluster "$1" 100 ;;
+    gigabit) make_cluster "$1" 1000 ;;
+    *[0-9]mbit) make_cluster "$1" "${2%mbit}" ;;
+    *) echo "unknown link profile $2 (wlan, wlan-cell, ethernet, gigabit or RATEmbit)" >&2; return 2 ;;
+  esac
+}
+
 emulated_hostfile() {  # emulated_hostfile N
   for i in $(seq "$1"); do echo "$net.$((10 + i)) slots=1"; done
 }
