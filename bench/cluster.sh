@@ -6,8 +6,9 @@
 #
 # Emulation (see ../shared/DESIGN.md): one network namespace per host, veths into a bridge in a
 # namespace of its own, each host's link shaped with tc tbf in both directions, a cgroup-v1 CPU
-# quota per host, Open MPI launched into the namespaces through bench/netns_rsh.sh. No latency
-# is added (netem is not available): links are ~10 us one way, not a Pi's 0.1-5 ms. A host's
+# quota per host, Open MPI launched into the namespaces through bench/netns_rsh.sh. Links are
+# ~10 us one way, not a Pi's 0.1-5 ms, unless --latency adds some (this kernel has no netem: a
+# program of ours, bench/netns_delay.cpp, holds each host's outgoing frames). A host's
 # quota runs it 5 ms of every 10 and then stops it, which no Pi does: hosts with short steps
 # (mlp: ~11 steps a period) drift apart by several steps between rounds and wait for each
 # other at the next (bench/RESULTS.md, tenth pass).
@@ -19,6 +20,7 @@
 #                     or RATEmbit; default wlan, ethernet, gigabit
 #   --hosts N         hosts of the multi-host runs (default 4)
 #   --cpu F           cores per emulated host (default 0.5)
+#   --latency MS      added to every frame a host sends (default 0; a WLAN adds 1-5 ms a message)
 #   --models LIST     cnn,mlp (default); cnn runs batch 32 a rank, mlp the magazine's batch 8
 #   --target A        validation accuracy to reach (default 0.80)
 #   --images N        training images per run (default 96000)
@@ -36,13 +38,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
-profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
+profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 latency_us=0 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
 use_peer=1 hostfile="" extra="" train_extra="" peer_extra="" out=$root/bench/results-cluster repeat=1
 while [ $# -gt 0 ]; do
   case $1 in
     --profiles) profiles=$2; shift ;;
     --hosts) hosts=$2; shift ;;
     --cpu) cpu=$2; shift ;;
+    --latency) latency_us=$(awk -v ms="$2" 'BEGIN { printf "%d\n", ms * 1000 }'); shift ;;
     --models) models=$2; shift ;;
     --target) target=$2; shift ;;
     --images) images=$2; shift ;;
@@ -188,5 +191,5 @@ done
 
 # --- table and plot ---------------------------------------------------------------------------
 cp "$summary" "$out/summary.jsonl"
-python3 "$root/bench/cluster_report.py" "$out" "$target" "$cpu"
+python3 "$root/bench/cluster_report.py" "$out" "$target" "$cpu" "$latency_us"
 cat "$out/cluster.md"

@@ -4,18 +4,20 @@
 # of them alike (bench/cluster.sh also runs one host each time and sets the cluster up anew for
 # every profile). For each run: ms a step (training time over steps), the MPI share, the
 # validation accuracy after each epoch and what --sync auto chose. Root only.
-# usage: bench/cluster_ab.sh [--profile P] [--model cnn|mlp] [--hosts N] [--rounds R] [--epochs E]
+# usage: bench/cluster_ab.sh [--profile P] [--latency MS] [--model cnn|mlp] [--hosts N] [--rounds R] [--epochs E]
 #                            "NAME|BUILD_DIR|TRAIN ARGS" ...
 #   --profile  wlan, wlan-cell, ethernet, gigabit or RATEmbit as in bench/cluster.sh (default wlan)
+#   --latency  milliseconds added to every frame a host sends, as in bench/cluster.sh (default 0)
 #   --model    cnn at batch 32 a rank (default), mlp at 8; epochs of 9,600 and 3,200 images
 #   --rounds   runs of every variant (default 5); --epochs per run (default 4)
 # e.g. bench/cluster_ab.sh --profile wlan "before|/tmp/old/build|--sync auto" "after|build|--sync auto"
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-profile=wlan model=cnn hosts=4 rounds=5 epochs=4 cpu=0.5
+profile=wlan model=cnn hosts=4 rounds=5 epochs=4 cpu=0.5 latency_us=0
 while [ $# -gt 0 ]; do
   case $1 in
     --profile) profile=$2; shift 2 ;;
+    --latency) latency_us=$(awk -v ms="$2" 'BEGIN { printf "%d\n", ms * 1000 }'); shift 2 ;;
     --model) model=$2; shift 2 ;;
     --hosts) hosts=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
@@ -40,7 +42,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_R
 make_profile_cluster "$hosts" "$profile"
 emulated_hostfile "$hosts" >"$work/hosts"
 
-echo "$hosts emulated hosts, $cpu core each, $profile; $model, batch $batch a rank, $epochs epochs of $steps steps"
+echo "$hosts emulated hosts, $cpu core each, $profile, $((latency_us / 1000)).$(printf %03d $((latency_us % 1000))) ms added a frame; $model, batch $batch a rank, $epochs epochs of $steps steps"
 echo
 echo "| round | variant | ms/step | MPI share | val acc after each epoch | --sync auto's choice |"
 echo "|---|---|---|---|---|---|"

@@ -7,6 +7,7 @@
 . "$root/bench/netns_link.sh"
 export PITRAIN_CLUSTER=${PITRAIN_CLUSTER:-ptc$$}  # names of this run's namespaces and cgroups
 subnet=10.77.$(($$ % 200)).0
+delay_program=${build:-$root/build}/bench/netns_delay
 net=${subnet%.0}
 
 namespaces=()
@@ -26,7 +27,8 @@ teardown() {
 # make_cluster N MBIT [cell]: hosts h1..hN at $net.11.., a head namespace at $net.2 that runs
 # mpirun. Each host has its own MBIT link, or with `cell` all hosts share one WLAN cell of MBIT:
 # every frame from a host passes one common tbf bucket (an ifb device in the switch namespace),
-# at half the rate, since in infrastructure mode each frame crosses the air twice.
+# at half the rate, since in infrastructure mode each frame crosses the air twice. With
+# $latency_us > 0 every frame a host sends arrives that much later (bench/netns_delay.cpp).
 make_cluster() {
   local n=$1 mbit=$2 cell=${3:-} br=$PITRAIN_CLUSTER-br
   ip netns add "$br"
@@ -43,7 +45,14 @@ make_cluster() {
     [ "$i" = head ] && addr=$net.2 || addr=$net.$((10 + i))
     ip netns add "$ns"
     namespaces+=("$ns")
-    ip -n "$br" link add "p$i" type veth peer name eth0 netns "$ns"
+    if [ "$i" != head ] && [ "${latency_us:-0}" -gt 0 ]; then  # eth0 is a tap: netns_delay holds its frames
+      ip -n "$br" link add "p$i" type veth peer name wire0 netns "$ns"
+      ip -n "$ns" link set wire0 up promisc on
+      ip -n "$ns" tuntap add dev eth0 mode tap
+      setsid -f ip netns exec "$ns" "$delay_program" eth0 wire0 "$latency_us"  # killed by teardown
+    else
+      ip -n "$br" link add "p$i" type veth peer name eth0 netns "$ns"
+    fi
     ip -n "$br" link set "p$i" master br0 up
     ip -n "$ns" addr add "$addr/24" dev eth0
     ip -n "$ns" link set eth0 up

@@ -9,7 +9,7 @@ while [ "${1#-}" != "$1" ]; do shift; done  # ssh flags such as -x
 host=$1
 shift
 name=${PITRAIN_CLUSTER:-ptc}-h$((${host##*.} - 10))
-if ! ip -n "$name" -o link show dev eth0 2>/dev/null | grep -q "state UP"; then
+if ! ip -n "$name" -o link show dev eth0 2>/dev/null | grep -qE "[<,]LOWER_UP[,>]"; then  # a tap's state is UNKNOWN
   echo "netns_rsh.sh: connect to host $host: No route to host (its link is down)" >&2
   exit 255
 fi
