@@ -7,7 +7,8 @@
 . "$root/bench/netns_link.sh"
 export PITRAIN_CLUSTER=${PITRAIN_CLUSTER:-ptc$$}  # names of this run's namespaces and cgroups
 subnet=10.77.$(($$ % 200)).0
-delay_program=${build:-$root/build}/bench/netns_delay
+# --latency's frame holder, from the build in $root/build whichever pitrain a run times
+delay_program=${PITRAIN_NETNS_DELAY:-$root/build/bench/netns_delay}
 net=${subnet%.0}
 
 namespaces=()
@@ -31,6 +32,10 @@ teardown() {
 # $latency_us > 0 every frame a host sends arrives that much later (bench/netns_delay.cpp).
 make_cluster() {
   local n=$1 mbit=$2 cell=${3:-} br=$PITRAIN_CLUSTER-br
+  if [ "${latency_us:-0}" -gt 0 ] && [ ! -x "$delay_program" ]; then
+    echo "bench: --latency needs $delay_program; build it: ninja -C build bench/netns_delay" >&2
+    return 2
+  fi
   ip netns add "$br"
   namespaces+=("$br")
   ip -n "$br" link add br0 type bridge

@@ -12,7 +12,9 @@ trap 'teardown; rm -rf "$out"' EXIT
 export PITRAIN_CLUSTER=ptcsmoke$$
 
 # --latency: a TCP round trip between two hosts takes at least twice the 3 ms added.
-latency_us=3000 delay_program=$(dirname "$PITRAIN")/bench/netns_delay
+PITRAIN_NETNS_DELAY=$(dirname "$PITRAIN")/bench/netns_delay
+export PITRAIN_NETNS_DELAY
+latency_us=3000 delay_program=$PITRAIN_NETNS_DELAY
 make_cluster 2 1000
 ip netns exec "$PITRAIN_CLUSTER-h2" python3 -c '
 import socket, sys
