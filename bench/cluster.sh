@@ -38,14 +38,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
-profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 latency_us=0 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
+profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 latency=0 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
 use_peer=1 hostfile="" extra="" train_extra="" peer_extra="" out=$root/bench/results-cluster repeat=1
 while [ $# -gt 0 ]; do
   case $1 in
     --profiles) profiles=$2; shift ;;
     --hosts) hosts=$2; shift ;;
     --cpu) cpu=$2; shift ;;
-    --latency) latency_us=$(awk -v ms="$2" 'BEGIN { printf "%d\n", ms * 1000 }'); shift ;;
+    --latency) latency=$2; shift ;;
     --models) models=$2; shift ;;
     --target) target=$2; shift ;;
     --images) images=$2; shift ;;
@@ -65,6 +65,7 @@ while [ $# -gt 0 ]; do
 done
 # shellcheck source=bench/netns_cluster.sh
 . "$root/bench/netns_cluster.sh"
+latency_us=$(latency_micros "$latency")
 mkdir -p "$out/logs"  # every run's output: $out/logs/TRAINER-MODEL-PROFILE-HOSTS-RUN.log
 work=$(mktemp -d /tmp/pitrain-cluster-XXXXXX)
 trap 'teardown; rm -rf "$work"' EXIT

@@ -13,11 +13,11 @@
 # e.g. bench/cluster_ab.sh --profile wlan "before|/tmp/old/build|--sync auto" "after|build|--sync auto"
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-profile=wlan model=cnn hosts=4 rounds=5 epochs=4 cpu=0.5 latency_us=0
+profile=wlan model=cnn hosts=4 rounds=5 epochs=4 cpu=0.5 latency=0
 while [ $# -gt 0 ]; do
   case $1 in
     --profile) profile=$2; shift 2 ;;
-    --latency) latency_us=$(awk -v ms="$2" 'BEGIN { printf "%d\n", ms * 1000 }'); shift 2 ;;
+    --latency) latency=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
     --hosts) hosts=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
@@ -32,6 +32,7 @@ batch=32 images=9600
 steps=$((images / (hosts * batch)))
 # shellcheck source=bench/netns_cluster.sh
 . "$root/bench/netns_cluster.sh"
+latency_us=$(latency_micros "$latency")
 emulation_available || exit 0
 work=$(mktemp -d /tmp/pitrain-cluster-ab-XXXXXX)
 trap 'teardown; rm -rf "$work"' EXIT
@@ -42,7 +43,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_R
 make_profile_cluster "$hosts" "$profile"
 emulated_hostfile "$hosts" >"$work/hosts"
 
-echo "$hosts emulated hosts, $cpu core each, $profile, $((latency_us / 1000)).$(printf %03d $((latency_us % 1000))) ms added a frame; $model, batch $batch a rank, $epochs epochs of $steps steps"
+echo "$hosts emulated hosts, $cpu core each, $profile, $latency ms added a frame; $model, batch $batch a rank, $epochs epochs of $steps steps"
 echo
 echo "| round | variant | ms/step | MPI share | val acc after each epoch | --sync auto's choice |"
 echo "|---|---|---|---|---|---|"

@@ -11,6 +11,13 @@ subnet=10.77.$(($$ % 200)).0
 delay_program=${PITRAIN_NETNS_DELAY:-$root/build/bench/netns_delay}
 net=${subnet%.0}
 
+# latency_micros MS: --latency's milliseconds (a decimal number) in microseconds, or a one-line
+# error and exit 2.
+latency_micros() {
+  [[ $1 =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "--latency $1: give milliseconds, e.g. 2 or 0.5" >&2; exit 2; }
+  awk -v ms="$1" 'BEGIN { printf "%d\n", ms * 1000 }'
+}
+
 namespaces=()
 teardown() {
   for ns in "${namespaces[@]}"; do
