@@ -77,17 +77,13 @@ trap 'exit 143' TERM
 launch() {
   local n=$1 hf=$2
   shift 2
-  # One thread a rank: OpenBLAS' idle workers would otherwise spin inside the host's CPU quota.
-  local args=(-np "$n" --hostfile "$hf" --map-by node --bind-to none --mca mpi_yield_when_idle 1
-    -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
   if [ -z "$hostfile" ]; then
-    # shellcheck disable=SC2207
-    args+=($(emulated_mpirun_args) -x MASTER_ADDR="$net.11" -x GLOO_SOCKET_IFNAME=eth0)
     # shellcheck disable=SC2086
-    timeout --foreground "$max_seconds" nsenter --net="/run/netns/$PITRAIN_CLUSTER-hhead" mpirun "${args[@]}" $extra "$@" </dev/null
+    emulated_mpirun "$max_seconds" -np "$n" --hostfile "$hf" -x MASTER_ADDR="$net.11" -x GLOO_SOCKET_IFNAME=eth0 $extra "$@"
   else
     # shellcheck disable=SC2086
-    timeout --foreground "$max_seconds" mpirun "${args[@]}" -x MASTER_ADDR="$(awk '!/^#/ && NF {print $1; exit}' "$hf")" $extra "$@" </dev/null
+    timeout --foreground "$max_seconds" mpirun -np "$n" --hostfile "$hf" "${one_rank_a_host[@]}" \
+      -x MASTER_ADDR="$(awk '!/^#/ && NF {print $1; exit}' "$hf")" $extra "$@" </dev/null
   fi || echo "  stopped after ${max_seconds}s (or failed): keeping the curve so far" >&2
 }
 

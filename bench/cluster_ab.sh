@@ -54,11 +54,10 @@ for round in $(seq "$rounds"); do
     # such a run ends at the timeout without a log and is started again.
     for _ in 1 2 3; do
       rm -f "$work/log.csv"
-      # shellcheck disable=SC2046,SC2086
-      timeout 120 nsenter --net="/run/netns/$PITRAIN_CLUSTER-hhead" mpirun -np "$hosts" --hostfile "$work/hosts" \
-        --map-by node --bind-to none --mca mpi_yield_when_idle 1 -x OPENBLAS_NUM_THREADS=1 $(emulated_mpirun_args) \
+      # shellcheck disable=SC2086
+      emulated_mpirun 120 -np "$hosts" --hostfile "$work/hosts" \
         "$build/pitrain" train --data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 \
-        --epochs "$epochs" --steps-per-epoch "$steps" --log "$work/log.csv" $train_args </dev/null >"$work/out" 2>&1 || true
+        --epochs "$epochs" --steps-per-epoch "$steps" --log "$work/log.csv" $train_args >"$work/out" 2>&1 || true
       [ -f "$work/log.csv" ] && break
     done
     python3 - "$work" "$round" "$name" "$steps" <<'PY'

@@ -109,6 +109,20 @@ emulated_mpirun_args() {
     "--mca btl_tcp_if_include $subnet/24 --mca oob_tcp_if_include $subnet/24 -x PITRAIN_CLUSTER"
 }
 
+# mpirun's arguments for one rank a host and one thread a rank (OpenBLAS' idle workers would
+# otherwise spin inside a host's CPU quota); idle ranks yield, as hosts may share cores.
+one_rank_a_host=(--map-by node --bind-to none --mca mpi_yield_when_idle 1 -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1)
+
+# emulated_mpirun SECONDS MPIRUN_ARGS...: mpirun in the head namespace onto the emulated hosts,
+# one rank a host, stopped after SECONDS.
+emulated_mpirun() {
+  local seconds=$1
+  shift
+  # shellcheck disable=SC2046
+  timeout --foreground "$seconds" nsenter --net="/run/netns/$PITRAIN_CLUSTER-hhead" \
+    mpirun "${one_rank_a_host[@]}" $(emulated_mpirun_args) "$@" </dev/null
+}
+
 # emulation_available: true, or false after a SKIP line saying what the machine lacks.
 emulation_available() {
   if [ "$(id -u)" -ne 0 ]; then

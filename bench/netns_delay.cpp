@@ -58,13 +58,13 @@ int open_tap(const char* name) {
 // Frames pass between it and the tap with the kernel's offload header (virtio_net_hdr) in
 // front: a frame from a veth may still lack its TCP checksum, or be one 64 KB segment that
 // the receiving stack cuts up, and the header tells the tap so.
-int open_veth(const char* name, int* ifindex) {
+int open_veth(const char* name) {
   const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
   if (fd < 0) fail("packet socket");
-  *ifindex = int(if_nametoindex(name));
-  if (*ifindex == 0) fail(std::string("veth ") + name);
+  const int ifindex = int(if_nametoindex(name));
+  if (ifindex == 0) fail(std::string("veth ") + name);
   sockaddr_ll addr{};
-  addr.sll_family = AF_PACKET, addr.sll_protocol = htons(ETH_P_ALL), addr.sll_ifindex = *ifindex;
+  addr.sll_family = AF_PACKET, addr.sll_protocol = htons(ETH_P_ALL), addr.sll_ifindex = ifindex;
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) fail(std::string("bind ") + name);
   const int on = 1;
   setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &on, sizeof on);  // not the frames sent on it
@@ -87,8 +87,7 @@ int main(int argc, char** argv) {
   const int64_t delay_ns = int64_t(std::atol(argv[3])) * 1000;
   prctl(PR_SET_TIMERSLACK, 1UL);  // wake within a microsecond of a frame's time, not 50
   const int tap = open_tap(argv[1]);
-  int ifindex = 0;
-  const int veth = open_veth(argv[2], &ifindex);
+  const int veth = open_veth(argv[2]);
   std::deque<Frame> sent;  // by the host, not yet due: the delay is fixed, so due in order
   std::vector<char> buf(1 << 17);  // a header and a 64 KB segment
   pollfd fds[2] = {{tap, POLLIN, 0}, {veth, POLLIN, 0}};
