@@ -181,7 +181,7 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
   Comm comm;
   const int64_t n = 6;
   const std::vector<float> start = {1, -2, 0.5f, 3, 0, -1};
-  // The update a rank makes at a step (exact in binary, so the averages below are exact).
+  // The update a rank makes at a step (exact in binary: on 1, 2 or 4 ranks the averages are too).
   auto update = [&](int rank, int step, int64_t i) { return 0.125f * float((rank + 1) * (step + 1)) + 0.25f * float(i); };
   auto mean_update = [&](int step, int64_t i) {
     float s = 0;
@@ -199,7 +199,7 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
       for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
       sync->after_update(p.data(), step);
       if (step == 1 && !overlap) {  // averaged at once
-        for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == start[size_t(i)] + mean_update(0, i) + mean_update(1, i));
+        for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i)));
       }
       if (step == 2 && overlap_steps == 1) {  // the round of steps 0-1 applied a step after it started
         for (int64_t i = 0; i < n; ++i)
@@ -229,7 +229,7 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
   }
 }
 
-TEST_CASE("PowerSGD over the ranks: the mean (to bf16 rounding) when the ranks' weights span at most r dimensions") {
+TEST_CASE("PowerSGD over the ranks: the mean (to int8 rounding) when the ranks' weights span at most r dimensions") {
   Comm comm;
   const int64_t rows = 30, cols = 20, n = rows * cols + 7;
   WireOptions opts;
@@ -246,12 +246,19 @@ TEST_CASE("PowerSGD over the ranks: the mean (to bf16 rounding) when the ranks' 
   for (int round = 0; round < 2; ++round) {  // the second round starts warm, from the first's Q
     wire->start(v.data(), 0, n);
     const std::vector<float>& got = wire->finish();
+    double worst_weight = 0, worst_rest = 0;
     for (int64_t i = 0; i < n; ++i) {
       double mean = 0;
       for (int r = 0; r < comm.size(); ++r) mean += value(r, i) / comm.size();
-      INFO("round " << round << " value " << i);
-      REQUIRE(got[size_t(i)] == Approx(mean).epsilon(0.01).margin(0.01));  // in bf16: 2^-9 of a value, 2^-8 of a sum
+      const double error = std::abs(got[size_t(i)] - mean);
+      if (i < rows * cols) worst_weight = std::max(worst_weight, error);
+      else worst_rest = std::max(worst_rest, error / mean);
     }
+    // int8 keeps 1/254 of a block's largest value, rounded in P, in Q and at each step of the
+    // ring; a weak direction of P shares its blocks' scale with the strong ones. Measured on 1-4
+    // ranks: 0.031 and 0.006 at most. A wrong factor would be off by the values themselves.
+    CHECK(worst_weight < 0.05);
+    CHECK(worst_rest < 0.01);
     CHECK(same_on_every_rank(got));
   }
 }

@@ -26,9 +26,6 @@ uint16_t float_to_half(float f);
 float half_to_float(uint16_t h);
 uint16_t float_to_bf16(float f);
 float bf16_to_float(uint16_t h);
-// The MPI reduction of bf16 values (MPI_UINT16_T): widened, added in float, rounded back. The
-// caller frees it (MPI_Op_free).
-MPI_Op create_bf16_sum_op();
 
 // A 2-D weight inside the averaged vector: values[offset, offset + rows * cols), row-major
 // (a dense kernel (in, out); a conv kernel (kh, kw, cin, cout) as (kh * kw * cin, cout)).
@@ -78,6 +75,19 @@ class WireAverage {
  private:
   std::vector<MPI_Request> requests_;
 };
+
+// A sum over the ranks of up to max_count floats in int8 blocks, as the int8 format sends them:
+// for a format built on it (PowerSGD's factors).
+class BlockSum {
+ public:
+  static constexpr int64_t kBlockValues = 256;  // values[256 k, 256 (k + 1)) share a scale
+  virtual ~BlockSum() = default;
+  // Rounds values[0, count) into blocks (dropped[0, count), if given: what rounding took from
+  // each) and starts their sum.
+  virtual MPI_Request start(Comm& comm, const float* values, int64_t count, float* dropped) = 0;
+  virtual void read(float* sums, int64_t count) const = 0;  // once the request completed
+};
+std::unique_ptr<BlockSum> make_int8_sum(int64_t max_count);
 
 std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, const WireOptions& opts);
 // Bytes a rank hands to the allreduces of one average of all n values.

@@ -95,12 +95,6 @@ class Average16 : public WireAverage {
 
 }  // namespace
 
-MPI_Op create_bf16_sum_op() {
-  MPI_Op op;
-  MPI_Op_create(&sum_16bit<bf16_to_float, float_to_bf16>, 1, &op);
-  return op;
-}
-
 std::unique_ptr<WireAverage> make_fp16_average(Comm& comm, int64_t n, const WireOptions& opts) {
   return std::make_unique<Average16<half_to_float, float_to_half>>(comm, n, opts);
 }

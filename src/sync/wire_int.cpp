@@ -3,7 +3,8 @@
 // block of small values keeps its precision next to a block of large ones. The reduction widens
 // both blocks, adds, and picks a new scale for the sum; with error feedback, what a rank's
 // rounding dropped is added to its next values (what the reduction's own rounding drops is not:
-// int4's blocks are 64 values, not 256, to keep that small).
+// int4's blocks are 64 values, not 256, to keep that small). The same int8 sum carries
+// PowerSGD's factors (BlockSum).
 #include <algorithm>
 #include <cmath>
 
@@ -35,7 +36,7 @@ struct Block {
     }
   }
 };
-using Block8 = Block<8, 256>;
+using Block8 = Block<8, BlockSum::kBlockValues>;
 using Block4 = Block<4, 64>;
 
 // values[0, count) -> block, rounded to nearest; the rest of the block is zero.
@@ -47,6 +48,26 @@ void quantize(const float* values, int count, B& block) {
   const float inv = 1.0f / block.scale;
   for (int i = 0; i < B::kValues; ++i) block.set(i, i < count ? int(std::lrint(values[i] * inv)) : 0);
 }
+
+// values[0, count) -> blocks[0, ...); dropped (if not null): what the rounding took from each.
+// Returns the blocks used.
+template <class B>
+int64_t quantize_all(const float* values, int64_t count, B* blocks, float* dropped) {
+  int64_t k = 0;
+  for (int64_t start = 0; start < count; start += B::kValues, ++k) {
+    const int n = int(std::min<int64_t>(B::kValues, count - start));
+    quantize(values + start, n, blocks[k]);
+    if (dropped)
+      for (int i = 0; i < n; ++i) dropped[start + i] = values[start + i] - blocks[k].get(i) * blocks[k].scale;
+  }
+  return k;
+}
+
+template <class B>
+void dequantize_all(const B* blocks, int64_t count, float* values) {
+  for (int64_t i = 0; i < count; ++i) values[i] = blocks[i / B::kValues].get(int(i % B::kValues)) * blocks[i / B::kValues].scale;
+}
+
 
 // MPI reduction of blocks: widen, add, quantise again.
 template <class B>
@@ -60,50 +81,48 @@ void sum_blocks(void* in, void* inout, int* len, MPI_Datatype*) {
   }
 }
 
+// The block type and the reduction of blocks, registered with MPI for the life of the owner.
+template <class B>
+struct BlockOps {
+  BlockOps() {
+    static_assert(sizeof(B) == sizeof(float) + sizeof(B::bits), "no padding bytes go over the wire");
+    MPI_Type_contiguous(int(sizeof(B)), MPI_BYTE, &type);
+    MPI_Type_commit(&type);
+    MPI_Op_create(&sum_blocks<B>, 1, &sum);
+  }
+  ~BlockOps() {
+    MPI_Op_free(&sum);
+    MPI_Type_free(&type);
+  }
+  BlockOps(const BlockOps&) = delete;
+  BlockOps& operator=(const BlockOps&) = delete;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op sum = MPI_OP_NULL;
+};
+
 template <class B>
 class AverageBlocks : public WireAverage {
  public:
   AverageBlocks(Comm& comm, int64_t n, const WireOptions& opts)
-      : WireAverage(comm, n), out_(size_t(2 * (n / B::kValues + 1))), in_(out_.size()) {
-    static_assert(sizeof(B) == sizeof(float) + sizeof(B::bits), "no padding bytes go over the wire");
+      : WireAverage(comm, n), want_(size_t(n)), out_(size_t(2 * (n / B::kValues + 1))), in_(out_.size()) {
     if (opts.error_feedback) residual_.assign(size_t(n), 0.0f);
-    MPI_Type_contiguous(int(sizeof(B)), MPI_BYTE, &block_type_);
-    MPI_Type_commit(&block_type_);
-    MPI_Op_create(&sum_blocks<B>, 1, &sum_op_);
-  }
-  ~AverageBlocks() override {
-    MPI_Op_free(&sum_op_);
-    MPI_Type_free(&block_type_);
   }
 
  private:
   // A range takes the next free blocks (each range has at most one partial block, so twice
   // n / kValues blocks are enough for any bucketing).
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
+    for (int64_t i = lo; i < hi; ++i) want_[size_t(i)] = values[i] * scale + (residual_.empty() ? 0.0f : residual_[size_t(i)]);
     const int64_t first = next_block_;
-    float want[B::kValues];
-    for (int64_t start = lo; start < hi; start += B::kValues, ++next_block_) {
-      const int count = int(std::min<int64_t>(B::kValues, hi - start));
-      for (int i = 0; i < count; ++i)
-        want[i] = values[start + i] * scale + (residual_.empty() ? 0.0f : residual_[size_t(start + i)]);
-      B& block = out_[size_t(next_block_)];
-      quantize(want, count, block);
-      if (!residual_.empty())
-        for (int i = 0; i < count; ++i) residual_[size_t(start + i)] = want[i] - block.get(i) * block.scale;
-    }
+    next_block_ += quantize_all(&want_[size_t(lo)], hi - lo, &out_[size_t(first)], residual_.empty() ? nullptr : &residual_[size_t(lo)]);
     ranges_.push_back({lo, hi, first});
     MPI_Request req;
-    comm_.start_allreduce(&out_[size_t(first)], &in_[size_t(first)], int(next_block_ - first), block_type_, sum_op_,
-                          &req);
+    comm_.start_allreduce(&out_[size_t(first)], &in_[size_t(first)], int(next_block_ - first), ops_.type, ops_.sum, &req);
     return req;
   }
 
   void receive() override {
-    for (const Range& r : ranges_)
-      for (int64_t i = r.lo; i < r.hi; ++i) {
-        const B& block = in_[size_t(r.first_block + (i - r.lo) / B::kValues)];
-        averages_[size_t(i)] = block.get(int((i - r.lo) % B::kValues)) * block.scale;
-      }
+    for (const Range& r : ranges_) dequantize_all(&in_[size_t(r.first_block)], r.hi - r.lo, &averages_[size_t(r.lo)]);
     ranges_.clear();
     next_block_ = 0;
   }
@@ -111,11 +130,28 @@ class AverageBlocks : public WireAverage {
   struct Range {
     int64_t lo, hi, first_block;
   };
-  std::vector<B> out_, in_;     // what this rank sends; the sums
+  std::vector<float> want_;    // (n) values x scale + residual
+  std::vector<B> out_, in_;    // what this rank sends; the sums
   std::vector<Range> ranges_;  // started since the last finish
   int64_t next_block_ = 0;
-  MPI_Datatype block_type_ = MPI_DATATYPE_NULL;
-  MPI_Op sum_op_ = MPI_OP_NULL;
+  BlockOps<B> ops_;
+};
+
+template <class B>
+class BlockSumOf : public BlockSum {
+ public:
+  explicit BlockSumOf(int64_t max_count) : out_(size_t(max_count / B::kValues + 1)), in_(out_.size()) {}
+  MPI_Request start(Comm& comm, const float* values, int64_t count, float* dropped) override {
+    const int64_t blocks = quantize_all(values, count, out_.data(), dropped);
+    MPI_Request req;
+    comm.start_allreduce(out_.data(), in_.data(), int(blocks), ops_.type, ops_.sum, &req);
+    return req;
+  }
+  void read(float* sums, int64_t count) const override { dequantize_all(in_.data(), count, sums); }
+
+ private:
+  std::vector<B> out_, in_;
+  BlockOps<B> ops_;
 };
 
 template <class B>
@@ -135,5 +171,7 @@ std::unique_ptr<WireAverage> make_int4_average(Comm& comm, int64_t n, const Wire
 
 int64_t int8_wire_bytes(int64_t n) { return blocks_wire_bytes<Block8>(n); }
 int64_t int4_wire_bytes(int64_t n) { return blocks_wire_bytes<Block4>(n); }
+
+std::unique_ptr<BlockSum> make_int8_sum(int64_t max_count) { return std::make_unique<BlockSumOf<Block8>>(max_count); }
 
 }  // namespace pitrain

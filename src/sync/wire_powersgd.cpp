@@ -5,9 +5,11 @@
 // leaves out stays in this rank's residual and goes with the next round: error feedback is
 // always on, since without it a rank-4 approximation would lose the rest for good. Weights too
 // small to gain (biases, a kernel whose factors are not under half its size) go as they are
-// beside P. Everything travels in bf16, half the bytes of fp32 (as PyTorch's fp16 wrapper of
-// its PowerSGD hook does): the factors' rounding is small beside what the low rank leaves out,
-// and error feedback carries both. Two allreduces a round, whatever the model's depth.
+// beside P. Everything travels in int8 blocks (BlockSum: a scale each 256 values), a quarter of
+// fp32's bytes: the factors' rounding is small beside what the low rank leaves out, and error
+// feedback carries both. mlp on 4 ranks learnt as much a round as with bf16 factors, and rank 8
+// in int8, the bytes of rank 4 in bf16, learnt more (bench/RESULTS.md, thirteenth pass). Two
+// allreduces a round, whatever the model's depth.
 #include <cmath>
 
 #include "pitrain/error.h"
@@ -26,6 +28,9 @@ std::vector<WireMatrix> low_rank_matrices(const WireOptions& opts) {
   return out;
 }
 
+// Each factor starts a block of the int8 sum: a scale serves values of one factor only.
+int64_t whole_blocks(int64_t values) { return (values + BlockSum::kBlockValues - 1) / BlockSum::kBlockValues * BlockSum::kBlockValues; }
+
 // Orthonormal columns by Gram-Schmidt, twice ("twice is enough": once leaves the columns of a
 // nearly dependent P far from orthogonal); p: (rows, r), row-major. A column that is (nearly)
 // a combination of the ones before, as when the weight's rank is below r, becomes zero, and a
@@ -42,23 +47,14 @@ void orthonormalise(float* p, int64_t rows, int r) {
   }
 }
 
-// Floats to bf16 for the wire, and the sums back.
-void to_bf16(const std::vector<float>& from, std::vector<uint16_t>& to) {
-  for (size_t i = 0; i < from.size(); ++i) to[i] = float_to_bf16(from[i]);
-}
-
-void from_bf16(const std::vector<uint16_t>& from, std::vector<float>& to) {
-  for (size_t i = 0; i < from.size(); ++i) to[i] = bf16_to_float(from[i]);
-}
-
 class PowerSgdAverage : public WireAverage {
  public:
   PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts)
-      : WireAverage(comm, n), r_(opts.low_rank), matrices_(low_rank_matrices(opts)), a_(size_t(n)),
-        sum_op_(create_bf16_sum_op()) {
+      : WireAverage(comm, n), r_(opts.low_rank), matrices_(low_rank_matrices(opts)), a_(size_t(n)) {
     residual_.assign(size_t(n), 0.0f);
     int64_t p_floats = 0, q_floats = 0, covered = 0;
-    for (const WireMatrix& m : matrices_) p_floats += m.rows * r_, q_floats += m.cols * r_, covered += m.rows * m.cols;
+    for (const WireMatrix& m : matrices_)
+      p_floats += whole_blocks(m.rows * r_), q_floats += whole_blocks(m.cols * r_), covered += m.rows * m.cols;
     // The rest, as ranges between the compressed weights (matrices come in offset order).
     int64_t at = 0;
     for (const WireMatrix& m : matrices_) {
@@ -66,18 +62,21 @@ class PowerSgdAverage : public WireAverage {
       at = m.offset + m.rows * m.cols;
     }
     if (at < n) rest_.push_back({at, n});
-    first_.resize(size_t(p_floats + n - covered)), first_out_.resize(first_.size()), first_in_.resize(first_.size());
-    second_.resize(size_t(q_floats)), second_out_.resize(second_.size()), second_in_.resize(second_.size());
+    first_.resize(size_t(p_floats + n - covered)), dropped_.resize(first_.size());
+    second_.resize(size_t(q_floats));
+    sum_first_ = make_int8_sum(int64_t(first_.size())), sum_second_ = make_int8_sum(int64_t(second_.size()));
     // Q starts random, the same on every rank; from then on it is the last round's average.
-    for (size_t i = 0; i < second_.size(); ++i) second_[i] = 2 * uniform01(rng_key(0x9051d), i) - 1;
+    int64_t q_at = 0;
+    for (const WireMatrix& m : matrices_) {
+      for (int64_t i = q_at; i < q_at + m.cols * r_; ++i) second_[size_t(i)] = 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1;
+      q_at += whole_blocks(m.cols * r_);
+    }
   }
-  ~PowerSgdAverage() override { MPI_Op_free(&sum_op_); }
-
   bool whole_vector() const override { return true; }
 
  private:
-  // Phase 1: P = M Q for every compressed weight, and the rest as it is. The rest's rounding to
-  // bf16 goes to the residual here; P's, like its low rank, through P Q^T in receive().
+  // Phase 1: P = M Q for every compressed weight, and the rest as it is. The rest's rounding
+  // goes to the residual here; P's, like its low rank, through P Q^T in receive().
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
     if (lo != 0 || hi != n_) throw Error("PowerSGD averages the whole vector at once");
     for (int64_t i = 0; i < n_; ++i) a_[size_t(i)] = values[i] + residual_[size_t(i)];
@@ -87,17 +86,17 @@ class PowerSgdAverage : public WireAverage {
     for (const WireMatrix& m : matrices_) {
       gemm(false, false, int(m.rows), r_, int(m.cols), &a_[size_t(m.offset)], q, p);
       for (int64_t i = 0; i < m.rows * r_; ++i) p[i] *= scale;
-      p += m.rows * r_, q += m.cols * r_;
+      p += whole_blocks(m.rows * r_), q += whole_blocks(m.cols * r_);
     }
     const int64_t rest_at = p - first_.data();
     for (const auto& [from, to] : rest_)
       for (int64_t i = from; i < to; ++i) *p++ = a_[size_t(i)] * scale;
-    to_bf16(first_, first_out_);
+    const MPI_Request req = sum_first_->start(comm_, first_.data(), int64_t(first_.size()), dropped_.data());
     int64_t k = rest_at;
     for (const auto& [from, to] : rest_)
-      for (int64_t i = from; i < to; ++i) residual_[size_t(i)] = a_[size_t(i)] - bf16_to_float(first_out_[size_t(k++)]) / scale;
+      for (int64_t i = from; i < to; ++i) residual_[size_t(i)] = dropped_[size_t(k++)] / scale;
     phase_ = 1;
-    return start_sum(first_out_, first_in_);
+    return req;
   }
 
   // Phase 2: P averaged and orthonormalised on every rank alike, then Q = M^T P.
@@ -106,53 +105,44 @@ class PowerSgdAverage : public WireAverage {
       phase_ = 0;
       return MPI_REQUEST_NULL;
     }
-    from_bf16(first_in_, first_);
+    sum_first_->read(first_.data(), int64_t(first_.size()));
     float* p = first_.data();
     float* q = second_.data();
     for (const WireMatrix& m : matrices_) {
       orthonormalise(p, m.rows, r_);
       gemm(true, false, int(m.cols), r_, int(m.rows), &a_[size_t(m.offset)], p, q);
       for (int64_t i = 0; i < m.cols * r_; ++i) q[i] *= scale_;
-      p += m.rows * r_, q += m.cols * r_;
+      p += whole_blocks(m.rows * r_), q += whole_blocks(m.cols * r_);
     }
-    to_bf16(second_, second_out_);
     phase_ = 2;
-    return start_sum(second_out_, second_in_);
+    return sum_second_->start(comm_, second_.data(), int64_t(second_.size()), nullptr);
   }
 
   // The average: P Q^T for the compressed weights, the rest's mean; the residual is what this
   // rank's values had beyond the approximation.
   void receive() override {
-    from_bf16(second_in_, second_);
+    sum_second_->read(second_.data(), int64_t(second_.size()));
     const float* p = first_.data();
     const float* q = second_.data();
     for (const WireMatrix& m : matrices_) {
       float* avg = &averages_[size_t(m.offset)];
       gemm(false, true, int(m.rows), int(m.cols), r_, p, q, avg);
       for (int64_t i = 0; i < m.rows * m.cols; ++i) residual_[size_t(m.offset + i)] = a_[size_t(m.offset + i)] - avg[i];
-      p += m.rows * r_, q += m.cols * r_;
+      p += whole_blocks(m.rows * r_), q += whole_blocks(m.cols * r_);
     }
     for (const auto& [from, to] : rest_)
       for (int64_t i = from; i < to; ++i) averages_[size_t(i)] = *p++;
-  }
-
-  MPI_Request start_sum(std::vector<uint16_t>& send, std::vector<uint16_t>& sums) {
-    MPI_Request req;
-    comm_.start_allreduce(send.data(), sums.data(), int(send.size()), MPI_UINT16_T, sum_op_, &req);
-    return req;
   }
 
   int r_;
   std::vector<WireMatrix> matrices_;               // the compressed weights
   std::vector<std::pair<int64_t, int64_t>> rest_;  // [from, to) ranges sent as they are
   std::vector<float> a_;                           // (n) values + residual of the round
-  // P factors, then the rest: this rank's, then (from phase 2 on) the ranks' sum; and in bf16.
-  std::vector<float> first_;
-  std::vector<uint16_t> first_out_, first_in_;
-  // Q factors: this rank's, then the sum, which warm-starts the next round; and in bf16.
+  // P factors, then the rest: this rank's, then (from phase 2 on) the ranks' sum.
+  std::vector<float> first_, dropped_;  // dropped_: what int8 rounding took from first_
+  // Q factors: this rank's, then the sum, which warm-starts the next round.
   std::vector<float> second_;
-  std::vector<uint16_t> second_out_, second_in_;
-  MPI_Op sum_op_;
+  std::unique_ptr<BlockSum> sum_first_, sum_second_;
   float scale_ = 1;
   int phase_ = 0;  // 1: P in flight, 2: Q in flight
 };
@@ -164,9 +154,10 @@ std::unique_ptr<WireAverage> make_powersgd_average(Comm& comm, int64_t n, const 
 }
 
 int64_t powersgd_wire_bytes(int64_t n, const WireOptions& opts) {
-  int64_t values = n;
-  for (const WireMatrix& m : low_rank_matrices(opts)) values += (m.rows + m.cols) * opts.low_rank - m.rows * m.cols;
-  return 2 * values;
+  int64_t first = n, second = 0;
+  for (const WireMatrix& m : low_rank_matrices(opts))
+    first += whole_blocks(m.rows * opts.low_rank) - m.rows * m.cols, second += whole_blocks(m.cols * opts.low_rank);
+  return int8_wire_bytes(first) + int8_wire_bytes(second);
 }
 
 }  // namespace pitrain
