@@ -68,7 +68,6 @@ void dequantize_all(const B* blocks, int64_t count, float* values) {
   for (int64_t i = 0; i < count; ++i) values[i] = blocks[i / B::kValues].get(int(i % B::kValues)) * blocks[i / B::kValues].scale;
 }
 
-
 // MPI reduction of blocks: widen, add, quantise again.
 template <class B>
 void sum_blocks(void* in, void* inout, int* len, MPI_Datatype*) {
