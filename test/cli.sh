@@ -89,14 +89,15 @@ assert 0 <= j["bytes_per_step"] - 201988 * 2 <= 8, j  # + the 8-byte stop vote
 ' || fail "train --grad-dtype fp16 --overlap"
 
 # PowerSGD: the 784x256 kernel as rank-8 factors (784 x 8, then 256 x 8), the rest as it is
-# (the 256x4 kernel would not shrink), all in int8 blocks of 256 values and a float scale, each
-# factor in blocks of its own: two allreduces a step, plus the stop vote.
+# (its bias; the 256x4 kernel, which would not shrink, and its bias), all in int8 blocks of 256
+# values and a float scale, each part from a block of its own: two allreduces a step, plus the
+# stop vote.
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 8 --threads 1 --json \
   --grad-dtype powersgd | tail -n 1 | python3 -c '
 import json, sys
 j = json.loads(sys.stdin.read())
 blocks = lambda n: -(-n // 256) * 260
-assert 0 <= j["bytes_per_step"] - blocks(6400 + 256 + 256 * 4 + 4) - blocks(256 * 8) <= 8, j
+assert 0 <= j["bytes_per_step"] - blocks(784 * 8) - blocks(256) - blocks(256 * 4 + 4) - blocks(256 * 8) <= 8, j
 assert j["allreduces_per_step"] == 3, j
 ' || fail "train --grad-dtype powersgd"
 # --sync auto says what it measured and chose, in the banner and in the JSON.

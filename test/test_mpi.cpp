@@ -231,7 +231,7 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
 
 TEST_CASE("PowerSGD over the ranks: the mean (to int8 rounding) when the ranks' weights span at most r dimensions") {
   Comm comm;
-  const int64_t rows = 30, cols = 20, n = rows * cols + 7;
+  const int64_t rows = 40, cols = 30, n = rows * cols + 7;  // factors of 160 and 120 values: a block each
   WireOptions opts;
   opts.low_rank = 4;  // >= ranks (at most 4 here): the mean of one outer product a rank has rank <= 4
   opts.matrices = {{0, rows, cols}};

@@ -10,7 +10,9 @@
 // feedback carries both. mlp on 4 ranks learnt as much a round as with bf16 factors, and rank 8
 // in int8, the bytes of rank 4 in bf16, learnt more (bench/RESULTS.md, thirteenth pass). Two
 // allreduces a round, whatever the model's depth.
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "pitrain/error.h"
 #include "pitrain/matrix.h"
@@ -20,16 +22,49 @@
 namespace pitrain {
 namespace {
 
-// The weights worth compressing at rank r: factors under half the weight's size.
-std::vector<WireMatrix> low_rank_matrices(const WireOptions& opts) {
-  std::vector<WireMatrix> out;
+// Each factor starts a block of the int8 sum: a scale serves values of one factor only.
+int64_t whole_blocks(int64_t values) { return (values + BlockSum::kBlockValues - 1) / BlockSum::kBlockValues * BlockSum::kBlockValues; }
+
+// A compressed weight and its rank; its factors' values in whole blocks.
+struct LowRank {
+  WireMatrix m;
+  int r;
+  int64_t p_values() const { return whole_blocks(m.rows * r); }  // P: (rows, r)
+  int64_t q_values() const { return whole_blocks(m.cols * r); }  // Q: (cols, r)
+};
+
+// The weights worth compressing at rank r: factors (in whole blocks) under half the weight.
+// mlp's 256x15 kernel goes whole at rank 8: at rank 6, the most that would halve it, 4 ranks
+// needed 20-22 epochs to 0.78 instead of 17-20 with rounds every 64 steps (bench/RESULTS.md,
+// thirteenth pass).
+std::vector<LowRank> low_rank_matrices(const WireOptions& opts) {
+  std::vector<LowRank> out;
   for (const WireMatrix& m : opts.matrices)
-    if (2 * (m.rows + m.cols) * opts.low_rank < m.rows * m.cols) out.push_back(m);
+    if (const LowRank l{m, opts.low_rank}; 2 * (l.p_values() + l.q_values()) < m.rows * m.cols) out.push_back(l);
   return out;
 }
 
-// Each factor starts a block of the int8 sum: a scale serves values of one factor only.
-int64_t whole_blocks(int64_t values) { return (values + BlockSum::kBlockValues - 1) / BlockSum::kBlockValues * BlockSum::kBlockValues; }
+// Where a round travels: the P factors and the rest (the weights between the compressed ones, in
+// offset order, as ranges), each part from a block of its own, in the first allreduce; the Q
+// factors in the second.
+struct Layout {
+  std::vector<LowRank> matrices;
+  std::vector<std::pair<int64_t, int64_t>> rest;  // [from, to)
+  int64_t first = 0, second = 0;                  // values of each allreduce
+};
+
+Layout layout_of(int64_t n, const WireOptions& opts) {
+  Layout out{low_rank_matrices(opts), {}, 0, 0};
+  int64_t at = 0;
+  for (const LowRank& l : out.matrices) {  // matrices come in offset order
+    if (l.m.offset > at) out.rest.push_back({at, l.m.offset});
+    at = l.m.offset + l.m.rows * l.m.cols;
+    out.first += l.p_values(), out.second += l.q_values();
+  }
+  if (at < n) out.rest.push_back({at, n});
+  for (const auto& [from, to] : out.rest) out.first += whole_blocks(to - from);
+  return out;
+}
 
 // Orthonormal columns by Gram-Schmidt, twice ("twice is enough": once leaves the columns of a
 // nearly dependent P far from orthogonal); p: (rows, r), row-major. A column that is (nearly)
@@ -49,27 +84,18 @@ void orthonormalise(float* p, int64_t rows, int r) {
 
 class PowerSgdAverage : public WireAverage {
  public:
-  PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts)
-      : WireAverage(comm, n), r_(opts.low_rank), matrices_(low_rank_matrices(opts)), a_(size_t(n)) {
+  PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts) : WireAverage(comm, n), a_(size_t(n)) {
+    Layout layout = layout_of(n, opts);
+    matrices_ = std::move(layout.matrices), rest_ = std::move(layout.rest);
     residual_.assign(size_t(n), 0.0f);
-    int64_t p_floats = 0, q_floats = 0, covered = 0;
-    for (const WireMatrix& m : matrices_)
-      p_floats += whole_blocks(m.rows * r_), q_floats += whole_blocks(m.cols * r_), covered += m.rows * m.cols;
-    // The rest, as ranges between the compressed weights (matrices come in offset order).
-    int64_t at = 0;
-    for (const WireMatrix& m : matrices_) {
-      if (m.offset > at) rest_.push_back({at, m.offset});
-      at = m.offset + m.rows * m.cols;
-    }
-    if (at < n) rest_.push_back({at, n});
-    first_.resize(size_t(p_floats + n - covered)), dropped_.resize(first_.size());
-    second_.resize(size_t(q_floats));
-    sum_first_ = make_int8_sum(int64_t(first_.size())), sum_second_ = make_int8_sum(int64_t(second_.size()));
+    first_.resize(size_t(layout.first)), dropped_.resize(first_.size());
+    second_.resize(size_t(layout.second));
+    sum_first_ = make_int8_sum(layout.first), sum_second_ = make_int8_sum(layout.second);
     // Q starts random, the same on every rank; from then on it is the last round's average.
     int64_t q_at = 0;
-    for (const WireMatrix& m : matrices_) {
-      for (int64_t i = q_at; i < q_at + m.cols * r_; ++i) second_[size_t(i)] = 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1;
-      q_at += whole_blocks(m.cols * r_);
+    for (const LowRank& l : matrices_) {
+      for (int64_t i = q_at; i < q_at + l.m.cols * l.r; ++i) second_[size_t(i)] = 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1;
+      q_at += l.q_values();
     }
   }
   bool whole_vector() const override { return true; }
@@ -83,18 +109,23 @@ class PowerSgdAverage : public WireAverage {
     scale_ = scale;
     float* p = first_.data();
     const float* q = second_.data();
-    for (const WireMatrix& m : matrices_) {
-      gemm(false, false, int(m.rows), r_, int(m.cols), &a_[size_t(m.offset)], q, p);
-      for (int64_t i = 0; i < m.rows * r_; ++i) p[i] *= scale;
-      p += whole_blocks(m.rows * r_), q += whole_blocks(m.cols * r_);
+    for (const LowRank& l : matrices_) {
+      const auto& [m, r] = l;
+      gemm(false, false, int(m.rows), r, int(m.cols), &a_[size_t(m.offset)], q, p);
+      for (int64_t i = 0; i < m.rows * r; ++i) p[i] *= scale;
+      p += l.p_values(), q += l.q_values();
     }
     const int64_t rest_at = p - first_.data();
-    for (const auto& [from, to] : rest_)
-      for (int64_t i = from; i < to; ++i) *p++ = a_[size_t(i)] * scale;
+    for (const auto& [from, to] : rest_) {
+      for (int64_t i = from; i < to; ++i) p[i - from] = a_[size_t(i)] * scale;
+      p += whole_blocks(to - from);
+    }
     const MPI_Request req = sum_first_->start(comm_, first_.data(), int64_t(first_.size()), dropped_.data());
-    int64_t k = rest_at;
-    for (const auto& [from, to] : rest_)
-      for (int64_t i = from; i < to; ++i) residual_[size_t(i)] = dropped_[size_t(k++)] / scale;
+    const float* dropped = &dropped_[size_t(rest_at)];
+    for (const auto& [from, to] : rest_) {
+      for (int64_t i = from; i < to; ++i) residual_[size_t(i)] = dropped[i - from] / scale;
+      dropped += whole_blocks(to - from);
+    }
     phase_ = 1;
     return req;
   }
@@ -108,11 +139,12 @@ class PowerSgdAverage : public WireAverage {
     sum_first_->read(first_.data(), int64_t(first_.size()));
     float* p = first_.data();
     float* q = second_.data();
-    for (const WireMatrix& m : matrices_) {
-      orthonormalise(p, m.rows, r_);
-      gemm(true, false, int(m.cols), r_, int(m.rows), &a_[size_t(m.offset)], p, q);
-      for (int64_t i = 0; i < m.cols * r_; ++i) q[i] *= scale_;
-      p += whole_blocks(m.rows * r_), q += whole_blocks(m.cols * r_);
+    for (const LowRank& l : matrices_) {
+      const auto& [m, r] = l;
+      orthonormalise(p, m.rows, r);
+      gemm(true, false, int(m.cols), r, int(m.rows), &a_[size_t(m.offset)], p, q);
+      for (int64_t i = 0; i < m.cols * r; ++i) q[i] *= scale_;
+      p += l.p_values(), q += l.q_values();
     }
     phase_ = 2;
     return sum_second_->start(comm_, second_.data(), int64_t(second_.size()), nullptr);
@@ -124,18 +156,20 @@ class PowerSgdAverage : public WireAverage {
     sum_second_->read(second_.data(), int64_t(second_.size()));
     const float* p = first_.data();
     const float* q = second_.data();
-    for (const WireMatrix& m : matrices_) {
+    for (const LowRank& l : matrices_) {
+      const auto& [m, r] = l;
       float* avg = &averages_[size_t(m.offset)];
-      gemm(false, true, int(m.rows), int(m.cols), r_, p, q, avg);
+      gemm(false, true, int(m.rows), int(m.cols), r, p, q, avg);
       for (int64_t i = 0; i < m.rows * m.cols; ++i) residual_[size_t(m.offset + i)] = a_[size_t(m.offset + i)] - avg[i];
-      p += whole_blocks(m.rows * r_), q += whole_blocks(m.cols * r_);
+      p += l.p_values(), q += l.q_values();
     }
-    for (const auto& [from, to] : rest_)
-      for (int64_t i = from; i < to; ++i) averages_[size_t(i)] = *p++;
+    for (const auto& [from, to] : rest_) {
+      std::copy(p, p + (to - from), &averages_[size_t(from)]);
+      p += whole_blocks(to - from);
+    }
   }
 
-  int r_;
-  std::vector<WireMatrix> matrices_;               // the compressed weights
+  std::vector<LowRank> matrices_;                  // the compressed weights
   std::vector<std::pair<int64_t, int64_t>> rest_;  // [from, to) ranges sent as they are
   std::vector<float> a_;                           // (n) values + residual of the round
   // P factors, then the rest: this rank's, then (from phase 2 on) the ranks' sum.
@@ -154,10 +188,8 @@ std::unique_ptr<WireAverage> make_powersgd_average(Comm& comm, int64_t n, const 
 }
 
 int64_t powersgd_wire_bytes(int64_t n, const WireOptions& opts) {
-  int64_t first = n, second = 0;
-  for (const WireMatrix& m : low_rank_matrices(opts))
-    first += whole_blocks(m.rows * opts.low_rank) - m.rows * m.cols, second += whole_blocks(m.cols * opts.low_rank);
-  return int8_wire_bytes(first) + int8_wire_bytes(second);
+  const Layout layout = layout_of(n, opts);
+  return int8_wire_bytes(layout.first) + int8_wire_bytes(layout.second);
 }
 
 }  // namespace pitrain
