@@ -49,16 +49,18 @@ void quantize(const float* values, int count, B& block) {
   for (int i = 0; i < B::kValues; ++i) block.set(i, i < count ? int(std::lrint(values[i] * inv)) : 0);
 }
 
-// values[0, count) -> blocks[0, ...); dropped (if not null): what the rounding took from each.
-// Returns the blocks used.
+// values[0, count) x scale, plus carry[0, count) if given, -> blocks[0, ...); dropped (if given,
+// and it may be carry): what the rounding took from each. Returns the blocks used.
 template <class B>
-int64_t quantize_all(const float* values, int64_t count, B* blocks, float* dropped) {
+int64_t quantize_all(const float* values, float scale, const float* carry, int64_t count, B* blocks, float* dropped) {
+  float want[B::kValues];
   int64_t k = 0;
   for (int64_t start = 0; start < count; start += B::kValues, ++k) {
     const int n = int(std::min<int64_t>(B::kValues, count - start));
-    quantize(values + start, n, blocks[k]);
+    for (int i = 0; i < n; ++i) want[i] = values[start + i] * scale + (carry ? carry[start + i] : 0.0f);
+    quantize(want, n, blocks[k]);
     if (dropped)
-      for (int i = 0; i < n; ++i) dropped[start + i] = values[start + i] - blocks[k].get(i) * blocks[k].scale;
+      for (int i = 0; i < n; ++i) dropped[start + i] = want[i] - blocks[k].get(i) * blocks[k].scale;
   }
   return k;
 }
@@ -103,7 +105,7 @@ template <class B>
 class AverageBlocks : public WireAverage {
  public:
   AverageBlocks(Comm& comm, int64_t n, const WireOptions& opts)
-      : WireAverage(comm, n), want_(size_t(n)), out_(size_t(2 * (n / B::kValues + 1))), in_(out_.size()) {
+      : WireAverage(comm, n), out_(size_t(2 * (n / B::kValues + 1))), in_(out_.size()) {
     if (opts.error_feedback) residual_.assign(size_t(n), 0.0f);
   }
 
@@ -111,9 +113,9 @@ class AverageBlocks : public WireAverage {
   // A range takes the next free blocks (each range has at most one partial block, so twice
   // n / kValues blocks are enough for any bucketing).
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
-    for (int64_t i = lo; i < hi; ++i) want_[size_t(i)] = values[i] * scale + (residual_.empty() ? 0.0f : residual_[size_t(i)]);
     const int64_t first = next_block_;
-    next_block_ += quantize_all(&want_[size_t(lo)], hi - lo, &out_[size_t(first)], residual_.empty() ? nullptr : &residual_[size_t(lo)]);
+    float* residual = residual_.empty() ? nullptr : &residual_[size_t(lo)];  // carried in, and what rounding drops
+    next_block_ += quantize_all(values + lo, scale, residual, hi - lo, &out_[size_t(first)], residual);
     ranges_.push_back({lo, hi, first});
     MPI_Request req;
     comm_.start_allreduce(&out_[size_t(first)], &in_[size_t(first)], int(next_block_ - first), ops_.type, ops_.sum, &req);
@@ -129,7 +131,6 @@ class AverageBlocks : public WireAverage {
   struct Range {
     int64_t lo, hi, first_block;
   };
-  std::vector<float> want_;    // (n) values x scale + residual
   std::vector<B> out_, in_;    // what this rank sends; the sums
   std::vector<Range> ranges_;  // started since the last finish
   int64_t next_block_ = 0;
@@ -141,7 +142,7 @@ class BlockSumOf : public BlockSum {
  public:
   explicit BlockSumOf(int64_t max_count) : out_(size_t(max_count / B::kValues + 1)), in_(out_.size()) {}
   MPI_Request start(Comm& comm, const float* values, int64_t count, float* dropped) override {
-    const int64_t blocks = quantize_all(values, count, out_.data(), dropped);
+    const int64_t blocks = quantize_all(values, 1.0f, nullptr, count, out_.data(), dropped);
     MPI_Request req;
     comm.start_allreduce(out_.data(), in_.data(), int(blocks), ops_.type, ops_.sum, &req);
     return req;

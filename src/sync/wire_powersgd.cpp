@@ -26,41 +26,31 @@ namespace {
 // Each factor starts a block of the int8 sum: a scale serves values of one factor only.
 int64_t whole_blocks(int64_t values) { return (values + BlockSum::kBlockValues - 1) / BlockSum::kBlockValues * BlockSum::kBlockValues; }
 
-// A compressed weight and its rank; its factors' values in whole blocks.
-struct LowRank {
-  WireMatrix m;
-  int r;
-  int64_t p_values() const { return whole_blocks(m.rows * r); }  // P: (rows, r)
-  int64_t q_values() const { return whole_blocks(m.cols * r); }  // Q: (cols, r)
-};
-
-// The weights worth compressing at rank r: factors (in whole blocks) under half the weight.
-// mlp's 256x15 kernel goes whole at rank 8: at rank 6, the most that would halve it, 4 ranks
-// needed 20-22 epochs to 0.78 instead of 17-20 with rounds every 64 steps (bench/RESULTS.md,
-// thirteenth pass).
-std::vector<LowRank> low_rank_matrices(const WireOptions& opts) {
-  std::vector<LowRank> out;
-  for (const WireMatrix& m : opts.matrices)
-    if (const LowRank l{m, opts.low_rank}; 2 * (l.p_values() + l.q_values()) < m.rows * m.cols) out.push_back(l);
-  return out;
-}
-
-// Where a round travels: the P factors and the rest (the weights between the compressed ones, in
-// offset order, as ranges), each part from a block of its own, in the first allreduce; the Q
-// factors in the second.
+// Where a round travels: the P factors of the weights compressed at rank r and the rest (the
+// weights between them, in offset order, as ranges), each part from a block of its own, in the
+// first allreduce; the Q factors in the second.
 struct Layout {
-  std::vector<LowRank> matrices;
-  std::vector<std::pair<int64_t, int64_t>> rest;  // [from, to)
+  int r;
+  std::vector<WireMatrix> matrices;               // the compressed weights
+  std::vector<std::pair<int64_t, int64_t>> rest;  // [from, to) ranges sent as they are
   int64_t first = 0, second = 0;                  // values of each allreduce
+  int64_t p_values(const WireMatrix& m) const { return whole_blocks(m.rows * r); }  // P: (rows, r)
+  int64_t q_values(const WireMatrix& m) const { return whole_blocks(m.cols * r); }  // Q: (cols, r)
 };
 
+// A weight is worth compressing when its factors (in whole blocks) are under half of it. mlp's
+// 256x15 kernel goes whole at rank 8: at rank 6, the most that would halve it, 4 ranks needed
+// 20-22 epochs to 0.78 instead of 17-20 with rounds every 64 steps (bench/RESULTS.md,
+// thirteenth pass).
 Layout layout_of(int64_t n, const WireOptions& opts) {
-  Layout out{low_rank_matrices(opts), {}, 0, 0};
+  Layout out{opts.low_rank, {}, {}, 0, 0};
   int64_t at = 0;
-  for (const LowRank& l : out.matrices) {  // matrices come in offset order
-    if (l.m.offset > at) out.rest.push_back({at, l.m.offset});
-    at = l.m.offset + l.m.rows * l.m.cols;
-    out.first += l.p_values(), out.second += l.q_values();
+  for (const WireMatrix& m : opts.matrices) {  // in offset order
+    if (2 * (out.p_values(m) + out.q_values(m)) >= m.rows * m.cols) continue;
+    out.matrices.push_back(m);
+    if (m.offset > at) out.rest.push_back({at, m.offset});
+    at = m.offset + m.rows * m.cols;
+    out.first += out.p_values(m), out.second += out.q_values(m);
   }
   if (at < n) out.rest.push_back({at, n});
   for (const auto& [from, to] : out.rest) out.first += whole_blocks(to - from);
@@ -85,18 +75,16 @@ void orthonormalise(float* p, int64_t rows, int r) {
 
 class PowerSgdAverage : public WireAverage {
  public:
-  PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts) : WireAverage(comm, n), a_(size_t(n)) {
-    Layout layout = layout_of(n, opts);
-    matrices_ = std::move(layout.matrices), rest_ = std::move(layout.rest);
+  PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts)
+      : WireAverage(comm, n), layout_(layout_of(n, opts)), a_(size_t(n)), first_(size_t(layout_.first)),
+        dropped_(first_.size()), second_(size_t(layout_.second)), sum_first_(make_int8_sum(layout_.first)),
+        sum_second_(make_int8_sum(layout_.second)) {
     residual_.assign(size_t(n), 0.0f);
-    first_.resize(size_t(layout.first)), dropped_.resize(first_.size());
-    second_.resize(size_t(layout.second));
-    sum_first_ = make_int8_sum(layout.first), sum_second_ = make_int8_sum(layout.second);
     // Q starts random, the same on every rank; from then on it is the last round's average.
     int64_t q_at = 0;
-    for (const LowRank& l : matrices_) {
-      for (int64_t i = q_at; i < q_at + l.m.cols * l.r; ++i) second_[size_t(i)] = 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1;
-      q_at += l.q_values();
+    for (const WireMatrix& m : layout_.matrices) {
+      for (int64_t i = q_at; i < q_at + m.cols * layout_.r; ++i) second_[size_t(i)] = 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1;
+      q_at += layout_.q_values(m);
     }
   }
   bool whole_vector() const override { return true; }
@@ -108,22 +96,22 @@ class PowerSgdAverage : public WireAverage {
     if (lo != 0 || hi != n_) throw Error("PowerSGD averages the whole vector at once");
     for (int64_t i = 0; i < n_; ++i) a_[size_t(i)] = values[i] + residual_[size_t(i)];
     scale_ = scale;
+    const int r = layout_.r;
     float* p = first_.data();
     const float* q = second_.data();
-    for (const LowRank& l : matrices_) {
-      const auto& [m, r] = l;
+    for (const WireMatrix& m : layout_.matrices) {
       gemm(false, false, int(m.rows), r, int(m.cols), &a_[size_t(m.offset)], q, p);
       for (int64_t i = 0; i < m.rows * r; ++i) p[i] *= scale;
-      p += l.p_values(), q += l.q_values();
+      p += layout_.p_values(m), q += layout_.q_values(m);
     }
     const int64_t rest_at = p - first_.data();
-    for (const auto& [from, to] : rest_) {
+    for (const auto& [from, to] : layout_.rest) {
       for (int64_t i = from; i < to; ++i) p[i - from] = a_[size_t(i)] * scale;
       p += whole_blocks(to - from);
     }
     const MPI_Request req = sum_first_->start(comm_, first_.data(), int64_t(first_.size()), dropped_.data());
     const float* dropped = &dropped_[size_t(rest_at)];
-    for (const auto& [from, to] : rest_) {
+    for (const auto& [from, to] : layout_.rest) {
       for (int64_t i = from; i < to; ++i) residual_[size_t(i)] = dropped[i - from] / scale;
       dropped += whole_blocks(to - from);
     }
@@ -138,14 +126,14 @@ class PowerSgdAverage : public WireAverage {
       return MPI_REQUEST_NULL;
     }
     sum_first_->read(first_.data(), int64_t(first_.size()));
+    const int r = layout_.r;
     float* p = first_.data();
     float* q = second_.data();
-    for (const LowRank& l : matrices_) {
-      const auto& [m, r] = l;
+    for (const WireMatrix& m : layout_.matrices) {
       orthonormalise(p, m.rows, r);
       gemm(true, false, int(m.cols), r, int(m.rows), &a_[size_t(m.offset)], p, q);
       for (int64_t i = 0; i < m.cols * r; ++i) q[i] *= scale_;
-      p += l.p_values(), q += l.q_values();
+      p += layout_.p_values(m), q += layout_.q_values(m);
     }
     phase_ = 2;
     return sum_second_->start(comm_, second_.data(), int64_t(second_.size()), nullptr);
@@ -155,24 +143,23 @@ class PowerSgdAverage : public WireAverage {
   // rank's values had beyond the approximation.
   void receive() override {
     sum_second_->read(second_.data(), int64_t(second_.size()));
+    const int r = layout_.r;
     const float* p = first_.data();
     const float* q = second_.data();
-    for (const LowRank& l : matrices_) {
-      const auto& [m, r] = l;
+    for (const WireMatrix& m : layout_.matrices) {
       float* avg = &averages_[size_t(m.offset)];
       gemm(false, true, int(m.rows), int(m.cols), r, p, q, avg);
       for (int64_t i = 0; i < m.rows * m.cols; ++i) residual_[size_t(m.offset + i)] = a_[size_t(m.offset + i)] - avg[i];
-      p += l.p_values(), q += l.q_values();
+      p += layout_.p_values(m), q += layout_.q_values(m);
     }
-    for (const auto& [from, to] : rest_) {
+    for (const auto& [from, to] : layout_.rest) {
       std::copy(p, p + (to - from), &averages_[size_t(from)]);
       p += whole_blocks(to - from);
     }
   }
 
-  std::vector<LowRank> matrices_;                  // the compressed weights
-  std::vector<std::pair<int64_t, int64_t>> rest_;  // [from, to) ranges sent as they are
-  std::vector<float> a_;                           // (n) values + residual of the round
+  Layout layout_;
+  std::vector<float> a_;  // (n) values + residual of the round
   // P factors, then the rest: this rank's, then (from phase 2 on) the ranks' sum.
   std::vector<float> first_, dropped_;  // dropped_: what int8 rounding took from first_
   // Q factors: this rank's, then the sum, which warm-starts the next round.
