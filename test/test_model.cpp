@@ -8,7 +8,9 @@
 #include "pitrain/h5.h"
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
+#include "pitrain/threads.h"
 #include "pitrain/fit.h"
+#include "pitrain/guard.h"
 
 using namespace pitrain;
 
@@ -18,6 +20,29 @@ TEST_CASE("built-in models have Keras' parameter counts") {
   CHECK(Model("cnn", 15).num_params() == 42831);
   const auto names = Model("cnn", 10).layer_names();
   CHECK(names == std::vector<std::string>{"conv2d", "max_pooling2d", "conv2d_1", "max_pooling2d_1", "flatten", "dropout", "dense"});
+}
+
+TEST_CASE("NaN and Inf gradients: the optimizer's step finds them, and the check names their layer") {
+  Model model("mlp", 10);  // flatten, dense (784x256 + 256), dropout, dense_1 (256x10 + 10)
+  const size_t n = size_t(model.num_params()), dense_1 = size_t(model.param_offset(3));
+  std::vector<float> g(n, 0.0f);
+  const float finite[] = {-0.0f, 1e-45f, -3e38f, 3.4028235e38f, 1.0f};
+  for (size_t i = 0; i < std::size(finite); ++i) g[i * 1000] = finite[i];
+  ThreadPool pool(2);
+  for (const char* name : {"adam", "sgd"})
+    for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      std::vector<float> p(n, 0.0f);
+      auto opt = make_optimizer(name, int64_t(n), 0.9f);
+      CHECK(opt->step(p.data(), g.data(), int64_t(n), 1e-3f, threads));
+      CHECK(first_non_finite_layer(model, g).empty());
+      for (float bad : {NAN, -NAN, INFINITY, -INFINITY})
+        for (size_t at : {size_t(0), size_t(12345), dense_1 - 1, dense_1, n - 1}) {
+          std::vector<float> h = g;
+          h[at] = bad;
+          CHECK_FALSE(opt->step(p.data(), h.data(), int64_t(n), 1e-3f, threads));
+          CHECK(first_non_finite_layer(model, h) == (at < dense_1 ? "dense" : "dense_1"));
+        }
+    }
 }
 
 TEST_CASE("model specs: round trip through the canonical text, clear errors") {

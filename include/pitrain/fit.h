@@ -60,6 +60,7 @@ struct TrainResult {
 struct StepResult {
   LossStats stats;
   bool grads_shared = false;  // the gradients the optimizer followed were the same on every rank
+  bool grads_finite = true;   // none of them was NaN or Inf
 };
 
 // One data-parallel step (number `step`, 0-based): forward and backward on this rank's batch

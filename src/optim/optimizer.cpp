@@ -1,6 +1,9 @@
 #include "pitrain/optimizer.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "pitrain/error.h"
 #include "pitrain/threads.h"
@@ -23,12 +26,24 @@ namespace {
 #define PITRAIN_VECTOR_COPIES
 #endif
 
+// Bit 31 is set when x is NaN or Inf: its exponent bits are all ones, and adding one to the
+// exponent carries out of it. An OR of these over a loop vectorises, where a search that stops at
+// the first bad value would not.
+inline uint32_t non_finite_bit(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return (bits & 0x7f800000u) + 0x00800000u;
+}
+constexpr uint32_t kNonFinite = 0x80000000u;
+
 // One Adam update; Noisy: v is fed the second moment of the mean the gradients sample (see Adam).
 template <bool Noisy>
 PITRAIN_VECTOR_COPIES
-void adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
+bool adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
                  float lr_t, float b1, float b2, float eps, float share, float m_correction) {
+  uint32_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
+    bad |= non_finite_bit(g[i]);
     m[i] = b1 * m[i] + (1.0f - b1) * g[i];
     float g2 = g[i] * g[i];
     if constexpr (Noisy) {
@@ -38,15 +53,20 @@ void adam_update(float* __restrict p, const float* __restrict g, float* __restri
     v[i] = b2 * v[i] + (1.0f - b2) * g2;
     p[i] -= lr_t * m[i] / (std::sqrt(v[i]) + eps);
   }
+  return !(bad & kNonFinite);
 }
 
 }  // namespace
 
-void Optimizer::step(float* params, const float* grads, int64_t n, float lr, ThreadPool* pool) {
+bool Optimizer::step(float* params, const float* grads, int64_t n, float lr, ThreadPool* pool) {
   ++iterations;
   begin_step(lr);
-  if (pool) pool->run_ranges(n, [&](int64_t lo, int64_t hi) { update(params, grads, lo, hi); });
-  else update(params, grads, 0, n);
+  if (!pool) return update(params, grads, 0, n);
+  std::atomic<bool> finite{true};
+  pool->run_ranges(n, [&](int64_t lo, int64_t hi) {
+    if (!update(params, grads, lo, hi)) finite = false;
+  });
+  return finite;
 }
 
 // Bias correction folded into the step size, as Keras and TensorFlow's Adam do.
@@ -57,22 +77,24 @@ void Adam::begin_step(float lr) {
   m_correction_ = float(1.0 / m_bias);
 }
 
-void Adam::update(float* p, const float* g, int64_t lo, int64_t hi) {
+bool Adam::update(float* p, const float* g, int64_t lo, int64_t hi) {
   float *m = m_.data() + lo, *v = v_.data() + lo;
   if (noise_share_ < 1.0f)
-    adam_update<true>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_, noise_share_, m_correction_);
-  else
-    adam_update<false>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_, 1.0f, 1.0f);
+    return adam_update<true>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_, noise_share_, m_correction_);
+  return adam_update<false>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_, 1.0f, 1.0f);
 }
 
 Sgd::Sgd(int64_t n, float momentum) : momentum_(momentum), velocity_(size_t(n), 0.0f) {}
 
-void Sgd::update(float* __restrict p, const float* __restrict g, int64_t lo, int64_t hi) {
+bool Sgd::update(float* __restrict p, const float* __restrict g, int64_t lo, int64_t hi) {
   float* __restrict v = velocity_.data();
+  uint32_t bad = 0;
   for (int64_t i = lo; i < hi; ++i) {
+    bad |= non_finite_bit(g[i]);
     v[i] = momentum_ * v[i] - lr_ * g[i];
     p[i] += v[i];
   }
+  return !(bad & kNonFinite);
 }
 
 namespace {

@@ -70,7 +70,7 @@ class LocalSgd : public SyncStrategy {
       if (step + 1 == warmup_) std::copy(params, params + anchor_.size(), anchor_.begin());
       return;
     }
-    if (overlap_steps_ > 0 && round_step_ >= 0 && step - round_step_ >= overlap_steps_) finish_round(params, step, pace_.adapts());
+    if (overlap_steps_ > 0 && round_step_ >= 0 && step - round_step_ >= overlap_steps_) finish_round(params, step, pace_.adapts(), false);
     if (round_after(step)) round(params, step, pace_.adapts());
     per_step_.wire().progress();
   }
@@ -78,7 +78,7 @@ class LocalSgd : public SyncStrategy {
   void agree(float* params, int64_t step) override {
     if (step < warmup_) return;
     round(params, step, false);  // a round cut short (epoch end, checkpoint, stop) says nothing of K
-    finish_round(params, step, false);
+    finish_round(params, step, false, false);
     per_step_.wire().progress();
   }
 
@@ -86,7 +86,7 @@ class LocalSgd : public SyncStrategy {
   // (a `cnn` epoch of 4 emulated hosts in a 20 Mbit/s cell: 0.85 s, with that round 0.98 s).
   const float* common_params(float* params, int64_t step) override {
     if (step < warmup_) return params;
-    finish_round(params, step, false);
+    finish_round(params, step, false, false);
     return anchor_.data();
   }
 
@@ -109,38 +109,50 @@ class LocalSgd : public SyncStrategy {
   // `timed`: measure how long the round in flight kept this rank waiting (round_wait_).
   void round(float* params, int64_t step, bool timed) {
     if (step == started_after_) return;
-    finish_round(params, step, timed);
-    for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i];
+    if (round_step_ >= 0) {
+      finish_round(params, step, timed, true);
+    } else {
+      for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i];
+    }
     round_started_at_ = MPI_Wtime();
     per_step_.wire().start(delta_.data(), 0, int64_t(delta_.size()));
     round_step_ = started_after_ = step;
-    if (!overlap_) finish_round(params, step, false);
+    if (!overlap_) finish_round(params, step, false, false);
   }
 
   // New anchor = old anchor + the outer step from the mean of what was sent. A rank that took
   // steps since the round started keeps them on top of the new anchor; one that did not takes
-  // the anchor itself, so that all such ranks hold the same bits.
-  void finish_round(float* params, int64_t step, bool timed) {
+  // the anchor itself, so that all such ranks hold the same bits. `restart`: also take what was
+  // learnt since the new anchor, for the round that starts now, in the same pass (a round's
+  // element-wise work is passes over memory, which a Pi has little of).
+  void finish_round(float* params, int64_t step, bool timed, bool restart) {
     if (round_step_ < 0) return;
     const double waited = comm_.mpi_seconds();
     const std::vector<float>& mean = per_step_.wire().finish();
     if (timed)
       round_wait_ = int(1000 * (comm_.mpi_seconds() - waited) / std::max(MPI_Wtime() - round_started_at_, 1e-9));
-    const bool moved = step != round_step_;
-    for (size_t i = 0; i < anchor_.size(); ++i) {
-      const float change = outer_step(i, mean[i]);
-      anchor_[i] += change;
-      params[i] = moved ? params[i] + change - delta_[i] : anchor_[i];
-    }
+    if (momentum_.empty()) apply_round<false>(mean.data(), params, step != round_step_, restart);
+    else apply_round<true>(mean.data(), params, step != round_step_, restart);
     round_step_ = -1;
   }
 
   // Nesterov on the mean change (the negative of DiLoCo's outer gradient), as in SGD's form.
-  float outer_step(size_t i, float mean) {
-    if (momentum_.empty()) return outer_lr_ * mean;
-    float& m = momentum_[i];
-    m = outer_momentum_ * m + mean;
-    return outer_lr_ * (mean + outer_momentum_ * m);
+  template <bool kMomentum>
+  void apply_round(const float* __restrict mean, float* __restrict params, bool moved, bool restart) {
+    float* __restrict anchor = anchor_.data();
+    float* __restrict delta = delta_.data();
+    float* __restrict momentum = momentum_.data();
+    const float lr = outer_lr_, beta = outer_momentum_;
+    for (size_t i = 0; i < anchor_.size(); ++i) {
+      float change = lr * mean[i];
+      if constexpr (kMomentum) {
+        momentum[i] = beta * momentum[i] + mean[i];
+        change = lr * (mean[i] + beta * momentum[i]);
+      }
+      anchor[i] += change;
+      params[i] = moved ? params[i] + change - delta[i] : anchor[i];
+      if (restart) delta[i] = params[i] - anchor[i];
+    }
   }
 
   Comm& comm_;

@@ -94,8 +94,8 @@ Run start_run(const TrainOptions& o, Comm& comm) {
 // same on every rank, every rank finds the same layer: rank 0 alone reports it.
 void check_finite(const Model& model, const StepResult& r, int64_t step, int epoch, const std::string& checkpoint,
                   int rank) {
-  const std::string layer = first_non_finite_layer(model);
-  if (layer.empty() && std::isfinite(r.stats.loss_sum)) return;
+  if (r.grads_finite && std::isfinite(r.stats.loss_sum)) return;
+  const std::string layer = r.grads_finite ? "" : first_non_finite_layer(model);
   const std::string msg =
       "step " + std::to_string(step + 1) + " (epoch " + std::to_string(epoch) + "): " +
       (layer.empty() ? std::string("the loss is not finite") : "the gradients of " + layer + " (the first such layer) hold NaN or Inf") +
@@ -180,7 +180,7 @@ StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& syn
   r.grads_shared = sync.reduce_gradients(grads, step, opt);
   // Across the threads only where the batch was: else the weights would move between the
   // cores' caches every step, which costs `mlp` at small batches more than the update itself.
-  opt.step(model.params().data(), grads, model.num_params(), lr, threaded.shares(n) > 1 ? &threaded.pool() : nullptr);
+  r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, threaded.shares(n) > 1 ? &threaded.pool() : nullptr);
   sync.after_update(model.params().data(), step);
   return r;
 }
