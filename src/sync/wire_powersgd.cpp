@@ -60,9 +60,9 @@ Layout layout_of(int64_t n, const WireOptions& opts) {
 // Orthonormal columns by Gram-Schmidt, twice ("twice is enough": once leaves the columns of a
 // nearly dependent P far from orthogonal); p: (rows, r), row-major. A column that is (nearly)
 // a combination of the ones before, as when the weight's rank is below r, becomes zero, and a
-// zero column adds nothing to P Q^T.
+// zero column adds nothing to P Q^T. On a column-major copy: P's columns are strided in place.
 void orthonormalise(float* p, int64_t rows, int r) {
-  MatrixView m(p, rows, r);
+  Eigen::MatrixXf m = MatrixView(p, rows, r);
   for (int j = 0; j < r; ++j) {
     const float before = m.col(j).norm();
     for (int pass = 0; pass < 2; ++pass)
@@ -71,6 +71,7 @@ void orthonormalise(float* p, int64_t rows, int r) {
     if (after > 1e-4f * before && after > 0) m.col(j) /= after;
     else m.col(j).setZero();
   }
+  MatrixView(p, rows, r) = m;
 }
 
 class PowerSgdAverage : public WireAverage {
