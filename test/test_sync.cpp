@@ -109,19 +109,30 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   // WLAN and a 1 ms step: int4 takes 48 ms a round (a blocking round every 8 steps may take
   // 5.3), bf16 and int8 80-170 ms; PowerSGD's 13 KB (rank 8 in int8: the 784x256 kernel's
   // factors in whole blocks of 256, the 256x15 kernel whole) 9.2 ms, which 10 steps hide (9
-  // would not).
+  // would not): rounds every 20 steps, each applied 10 steps after it starts.
   const SyncChoice wlan = choose(20, 2e-3, 0.001);
   CHECK(wlan.opts.wire == WireType::powersgd);
-  CHECK(wlan.opts.sync_every == 10);
+  CHECK(wlan.opts.sync_every == 20);
   CHECK(wlan.opts.overlap);
+  CHECK(wlan.opts.overlap_steps == 10);
   CHECK(wlan.opts.outer_momentum > 0);
-  CHECK(wlan.why.find("rounds every 10 steps, overlapped in powersgd rank 8 (13 KB") == 0);
+  CHECK(wlan.why.find("rounds every 20 steps, overlapped and applied 10 steps later, in powersgd rank 8 (13 KB") == 0);
   CHECK_FALSE(wlan.opts.max_sync_every);  // PowerSGD's K stays
   // 60 Mbit/s (the emulated 100 Mbit/s hosts as the probe sees them) and a 0.67 ms step:
-  // PowerSGD's 2.1 ms would hide behind 4 steps, but its rounds come every 8 steps at the least.
+  // PowerSGD's 2.1 ms would hide behind 4 steps, but its rounds come every 16 steps at the
+  // least, applied 8 steps on.
   const SyncChoice ethernet = choose(60, 0.2e-3, 0.00067);
   CHECK(ethernet.opts.wire == WireType::powersgd);
-  CHECK(ethernet.opts.sync_every == 8);
+  CHECK(ethernet.opts.sync_every == 16);
+  CHECK(ethernet.opts.overlap_steps == 8);
+  // A WLAN cell (the emulated one's probe: 0.2 MB/s, every frame through one shared bucket
+  // twice) and a 0.55 ms step: a round of ~70 ms hides behind no 64 steps, so it is applied at
+  // the next round.
+  const SyncChoice cell = choose(1.6, 2e-3, 0.00055);
+  INFO(cell.why);
+  CHECK(cell.opts.wire == WireType::powersgd);
+  CHECK(cell.opts.sync_every > 64);
+  CHECK(cell.opts.overlap_steps == 0);
   const SyncChoice hopeless = choose(0.1, 0.1, 0.001);
   CHECK(hopeless.opts.sync_every == 128);
   CHECK(hopeless.why.find("still too slow a link") != std::string::npos);

@@ -19,6 +19,7 @@ constexpr double kOverlapShare = 1.0;  // of K steps: the longest round that hid
 // rounds every 64 that the cell could not carry behind the steps took longer (bench/RESULTS.md,
 // thirteenth pass).
 constexpr int kMaxEvery = 128;
+constexpr int kMinLowRankEvery = 16;  // PowerSGD's least K: choose_sync says why
 constexpr int kMaxFullRankEvery = 32;
 // PowerSGD rounds move the anchor by an outer Nesterov step (DiLoCo's): a small lr and high
 // momentum average the compressed rounds' noise over several rounds and still step ~1.75x their
@@ -113,13 +114,18 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
                                        {kBlockingEvery, WireType::int4, false}};
   for (int every = kBlockingEvery; every <= kMaxFullRankEvery; every *= 2)
     for (WireType wire : {WireType::bf16, WireType::int8}) candidates.push_back({every, wire, true});
-  // PowerSGD's K stays as chosen, so it is the smallest from 8 on that hides the round, not a power
-  // of two: mlp on wlan learnt less a step at K = 32 than with a round every 25 steps. It starts at
-  // the blocking round's K: a round costs a rank more than the link's time (its compression, two
-  // allreduces one after the other, on the emulated hosts each phase's wait for a host its CPU
-  // quota holds back). mlp at 100 Mbit/s, where the link alone would allow K = 3, reached 0.78
-  // sooner with rounds every 6 or 11 steps (bench/RESULTS.md, ninth pass).
-  for (int every = kBlockingEvery; every <= kMaxEvery; ++every) candidates.push_back({every, WireType::powersgd, true});
+  // PowerSGD's K stays as chosen, so it is the smallest that hides the round, not a power of two.
+  // First rounds applied K/2 steps after they start, from K = 16: the ranks then drift apart for
+  // 1.5 K steps instead of 2 K, and mlp on 4 ranks reached 0.78 in 10.3 epochs with K = 16 (11.7
+  // applied a round later), 13.2 with K = 32 (13.8); with the rounds' cost halved, K = 16 took
+  // the emulated 100 Mbit/s hosts to 0.78 sooner than K = 8 (bench/RESULTS.md, fourteenth pass).
+  // A round costs a rank more than the link's time (its compression, two allreduces one after
+  // the other, on the emulated hosts each phase's wait for a host its CPU quota holds back).
+  // Then, for rounds over 64 steps (a WLAN cell), applied at the next round: at K = 128 applying
+  // a round 64 steps on did not learn more (22.7 epochs against 22.0).
+  for (int every = kMinLowRankEvery; every <= kMaxEvery; every += 2)
+    candidates.push_back({every, WireType::powersgd, true, every / 2});
+  for (int every = kMinLowRankEvery; every <= kMaxEvery; ++every) candidates.push_back({every, WireType::powersgd, true});
   auto round = [&](const Candidate& c, int64_t* bytes) {  // seconds an average takes
     *bytes = wire_bytes(c.wire, n_params, WireOptions{true, given.powersgd_rank, matrices});
     return link.allreduce_seconds(*bytes, c.wire == WireType::powersgd ? 2 : 1);
