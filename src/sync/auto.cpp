@@ -23,8 +23,8 @@ constexpr int kMinLowRankEvery = 16;  // PowerSGD's least K: choose_sync says wh
 constexpr int kMaxFullRankEvery = 32;
 // PowerSGD rounds move the anchor by an outer Nesterov step (DiLoCo's): a small lr and high
 // momentum average the compressed rounds' noise over several rounds and still step ~1.75x their
-// mean change. mlp, 4 ranks, epochs of 3,200 images to 0.78 over seeds 0-5: 0.35/0.8 took 10.3
-// at K = 8, 11.7 at 16 and 22.5 at 128, against 11.5, 13.5 and 24.7 with 0.5/0.5 (which beat
+// mean change. mlp, 4 ranks, epochs of 3,200 images to 0.78 over seeds 0-5: 0.35/0.8 took 11.0
+// at K = 8, 11.7 at 16 and 22.0 at 128, against 11.7, 13.5 and 24.0 with 0.5/0.5 (which beat
 // the plain mean); 0.5/0.8 and 0.7/0.7 were worse than 0.5/0.5 (bench/RESULTS.md, fourteenth
 // pass). An outer lr of 1 with momentum 0.8 diverged.
 constexpr float kRoundOuterLr = 0.35f, kRoundOuterMomentum = 0.8f;

@@ -136,7 +136,8 @@ class LocalSgd : public SyncStrategy {
     round_step_ = -1;
   }
 
-  // Nesterov on the mean change (the negative of DiLoCo's outer gradient), as in SGD's form.
+  // finish_round's pass. The outer step: Nesterov on the mean change (the negative of DiLoCo's
+  // outer gradient), as in SGD's form, or without momentum the outer lr times the mean change.
   template <bool kMomentum>
   void apply_round(const float* __restrict mean, float* __restrict params, bool moved, bool restart) {
     float* __restrict anchor = anchor_.data();
@@ -144,10 +145,12 @@ class LocalSgd : public SyncStrategy {
     float* __restrict momentum = momentum_.data();
     const float lr = outer_lr_, beta = outer_momentum_;
     for (size_t i = 0; i < anchor_.size(); ++i) {
-      float change = lr * mean[i];
+      float change;
       if constexpr (kMomentum) {
         momentum[i] = beta * momentum[i] + mean[i];
         change = lr * (mean[i] + beta * momentum[i]);
+      } else {
+        change = lr * mean[i];
       }
       anchor[i] += change;
       params[i] = moved ? params[i] + change - delta[i] : anchor[i];
