@@ -125,6 +125,14 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(ethernet.opts.wire == WireType::powersgd);
   CHECK(ethernet.opts.sync_every == 16);
   CHECK(ethernet.opts.overlap_steps == 8);
+  // 10 ms an allreduce (a WLAN with latency, as the probe sees it): a round needs over 24 steps,
+  // so it is applied at the next round, every K >= its steps rather than 2K.
+  const SyncChoice far = choose(20, 10e-3, 0.001);
+  INFO(far.why);
+  CHECK(far.opts.wire == WireType::powersgd);
+  CHECK(far.opts.overlap_steps == 0);
+  CHECK(far.opts.sync_every > 24);
+  CHECK(far.opts.sync_every < 96);
   // A WLAN cell (the emulated one's probe: 0.2 MB/s, every frame through one shared bucket
   // twice) and a 0.55 ms step: a round of ~70 ms hides behind no 64 steps, so it is applied at
   // the next round.

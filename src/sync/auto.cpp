@@ -19,7 +19,7 @@ constexpr double kOverlapShare = 1.0;  // of K steps: the longest round that hid
 // rounds every 64 that the cell could not carry behind the steps took longer (bench/RESULTS.md,
 // thirteenth pass).
 constexpr int kMaxEvery = 128;
-constexpr int kMinLowRankEvery = 16;  // PowerSGD's least K: choose_sync says why
+constexpr int kMinLowRankEvery = 16, kMaxHalfDelayEvery = 48;  // PowerSGD's K: choose_sync says why
 constexpr int kMaxFullRankEvery = 32;
 // PowerSGD rounds move the anchor by an outer Nesterov step (DiLoCo's): a small lr and high
 // momentum average the compressed rounds' noise over several rounds and still step ~1.75x their
@@ -118,12 +118,14 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   // First rounds applied K/2 steps after they start, from K = 16: the ranks then drift apart for
   // 1.5 K steps instead of 2 K, and mlp on 4 ranks reached 0.78 in 10.3 epochs with K = 16 (11.7
   // applied a round later), 13.2 with K = 32 (13.8); with the rounds' cost halved, K = 16 took
-  // the emulated 100 Mbit/s hosts to 0.78 sooner than K = 8 (bench/RESULTS.md, fourteenth pass).
-  // A round costs a rank more than the link's time (its compression, two allreduces one after
-  // the other, on the emulated hosts each phase's wait for a host its CPU quota holds back).
-  // Then, for rounds over 64 steps (a WLAN cell), applied at the next round: at K = 128 applying
-  // a round 64 steps on did not learn more (22.7 epochs against 22.0).
-  for (int every = kMinLowRankEvery; every <= kMaxEvery; every += 2)
+  // the emulated 100 Mbit/s hosts to 0.78 sooner than K = 8, and K = 32 the 20 Mbit/s ones
+  // sooner than K = 17 applied a round later (bench/RESULTS.md, fourteenth pass). A round costs
+  // a rank more than the link's time (its compression, two allreduces one after the other, on
+  // the emulated hosts each phase's wait for a host its CPU quota holds back). Up to K = 48:
+  // a round that needs more than 24 steps is applied at the next round, whose K is half as large
+  // (K = 64 applied 32 on took 17.2 epochs, K = 32 applied at the next round 13.8), as are the
+  // WLAN cell's (at K = 128, applied 64 on: 22.7 epochs against 22.0).
+  for (int every = kMinLowRankEvery; every <= kMaxHalfDelayEvery; every += 2)
     candidates.push_back({every, WireType::powersgd, true, every / 2});
   for (int every = kMinLowRankEvery; every <= kMaxEvery; ++every) candidates.push_back({every, WireType::powersgd, true});
   auto round = [&](const Candidate& c, int64_t* bytes) {  // seconds an average takes
