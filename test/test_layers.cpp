@@ -8,6 +8,7 @@
 
 #include "pitrain/conv.h"
 #include "pitrain/layer_registry.h"
+#include "pitrain/matrix.h"
 #include "pitrain/model.h"
 #include "pitrain/rng.h"
 
@@ -81,6 +82,27 @@ void check_gradients(Layer& layer, int n, const Context& ctx = {}, float h = 1e-
 }
 
 }  // namespace
+
+// gemm() is whichever kernel this CPU gets (gemm_backend(): eigen-avx512 on CPUs with AVX-512,
+// else the build's): every transpose, and sizes off the kernels' register blocks.
+TEST_CASE("gemm: every transpose against a plain loop, on this CPU's kernel") {
+  INFO("gemm backend: " << gemm_backend());
+  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {72, 64, 32}, {17, 33, 5}, {5, 300, 129}}) {
+    const std::vector<float> a = random_values(size_t(m) * k, 1), b = random_values(size_t(k) * n, 2);
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        std::vector<float> c(size_t(m) * n, std::nanf(""));  // gemm overwrites C: no NaN may stay
+        gemm(ta, tb, m, n, k, a.data(), b.data(), c.data());
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            double want = 0;
+            for (int p = 0; p < k; ++p) want += double(ta ? a[size_t(p) * m + i] : a[size_t(i) * k + p]) * (tb ? b[size_t(j) * k + p] : b[size_t(p) * n + j]);
+            INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " at " << i << "," << j);
+            REQUIRE(c[size_t(i) * n + j] == Approx(want).margin(1e-4 * k));
+          }
+      }
+  }
+}
 
 TEST_CASE("conv2d gradients, valid and same padding, several channels") {
   check_gradients(*from_spec("conv2d(3,3)", {7, 6, 2}), 2);

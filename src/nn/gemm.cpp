@@ -2,18 +2,40 @@
 
 #ifdef PITRAIN_OPENBLAS
 #include <cblas.h>
+#else
+#include "gemm_eigen.h"
 #endif
 
 namespace pitrain {
 
+#ifdef PITRAIN_GEMM_AVX512
+// On CPUs with AVX-512, Eigen's kernels built for it (gemm_avx512.cpp) beat Debian's OpenBLAS
+// 0.3.21, whose kernels stop at AVX2 there: 140-190 against 85-105 GFLOP/s a core on cnn's and
+// mlp's shapes (AMD EPYC, family 26), and take no lock (OpenBLAS takes one global mutex twice a
+// call, which two threads making cnn's ~450 small GEMMs a step contend for; bench/RESULTS.md,
+// fifteenth pass).
+void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c);
+
+bool use_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+  return yes;
+}
+#else
+bool use_avx512() { return false; }
+#endif
+
 #ifdef PITRAIN_OPENBLAS
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c) {
+#ifdef PITRAIN_GEMM_AVX512
+  if (use_avx512()) return gemm_avx512(trans_a, trans_b, m, n, k, a, b, c);
+#endif
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
               a, trans_a ? m : k, b, trans_b ? k : n, 0.0f, c, n);
 }
 
-std::string gemm_backend() { return "openblas"; }
+std::string gemm_backend() { return use_avx512() ? "eigen-avx512" : "openblas"; }
 
 void set_gemm_threads(int threads) {
   Eigen::setNbThreads(threads);
@@ -23,13 +45,7 @@ void set_gemm_threads(int threads) {
 #else
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c) {
-  MatrixView out(c, m, n);
-  auto product = [&](const auto& lhs, const auto& rhs) { out.noalias() = lhs * rhs; };
-  const ConstMatrixView A(a, trans_a ? k : m, trans_a ? m : k), B(b, trans_b ? n : k, trans_b ? k : n);
-  if (trans_a && trans_b) product(A.transpose(), B.transpose());
-  else if (trans_a) product(A.transpose(), B);
-  else if (trans_b) product(A, B.transpose());
-  else product(A, B);
+  eigen_gemm(trans_a, trans_b, m, n, k, a, b, c);
 }
 
 std::string gemm_backend() { return "eigen"; }
