@@ -1,5 +1,6 @@
-// Matrix products. Every GEMM in pitrain goes through gemm(): OpenBLAS' cblas_sgemm when built
-// with -Dblas=openblas (the default), Eigen's own kernels with -Dblas=eigen.
+// Matrix products. Every GEMM in pitrain goes through gemm(): with -Dblas=openblas (the default)
+// Eigen's kernels built for AVX-512 on x86-64 CPUs that have it, else OpenBLAS' cblas_sgemm;
+// with -Dblas=eigen, Eigen's own kernels in the build's instruction set.
 #pragma once
 #include <Eigen/Core>
 #include <string>

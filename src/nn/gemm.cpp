@@ -16,13 +16,13 @@ namespace pitrain {
 // fifteenth pass).
 void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c);
 
+namespace {
 bool use_avx512() {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
   return yes;
 }
-#else
-bool use_avx512() { return false; }
+}  // namespace
 #endif
 
 #ifdef PITRAIN_OPENBLAS
@@ -35,7 +35,12 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const
               a, trans_a ? m : k, b, trans_b ? k : n, 0.0f, c, n);
 }
 
-std::string gemm_backend() { return use_avx512() ? "eigen-avx512" : "openblas"; }
+std::string gemm_backend() {
+#ifdef PITRAIN_GEMM_AVX512
+  if (use_avx512()) return "eigen-avx512";
+#endif
+  return "openblas";
+}
 
 void set_gemm_threads(int threads) {
   Eigen::setNbThreads(threads);
