@@ -9,7 +9,7 @@
 #include "pitrain/comm.h"
 
 int main(int argc, char** argv) {
-  pitrain::prefer_ring_allreduce();  // as pitrain itself
+  pitrain::prefer_rabenseifner_allreduce();  // as pitrain itself
   MPI_Init(&argc, &argv);
   int failed = Catch::Session().run(argc, argv) != 0;
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

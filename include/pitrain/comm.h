@@ -52,11 +52,16 @@ class Comm {
 };
 
 // Call before MPI_Init. Open MPI's nonblocking allreduce sends anything under 64 KB through a
-// binomial tree, each of whose phases carries the whole vector; the ring carries a 1/P slice a
-// phase. Our rounds (tens of KB) go by the ring unless the user chose otherwise (`mpirun --mca
-// coll_libnbc_iallreduce_algorithm` sets the variable this leaves alone): `cnn` with rounds
-// every 4 steps on the emulated WLAN took 15 ms a step by the ring, 20 ms by the tree.
-void prefer_ring_allreduce();
+// binomial tree, each of whose phases carries the whole vector (`cnn` with rounds every 4 steps
+// on the emulated WLAN: 20 ms a step, 15 by the ring). The ring carries a 1/P slice a phase in
+// 2 (P - 1) phases; Rabenseifner's (reduce-scatter by recursive halving, then allgather by
+// recursive doubling) carries as few bytes in 2 log2 P phases, 4 instead of 6 on four ranks,
+// and each phase moves on only inside an MPI call: `mlp`'s PowerSGD rounds on 4 emulated hosts
+// at 100 Mbit/s took 0.60 ms a step against the ring's 0.645 (bench/RESULTS.md, sixteenth
+// pass). Open MPI falls back to the ring for fewer values than ranks. Rounds go this way unless
+// the user chose otherwise (`mpirun --mca coll_libnbc_iallreduce_algorithm` sets the variable
+// this leaves alone).
+void prefer_rabenseifner_allreduce();
 
 // Ranks on this node (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE), 1 when not launched by mpirun.
 int local_ranks();

@@ -63,7 +63,7 @@ int elastic_main(int argc, char** argv) {
 // with its message, instead of leaving the other ranks waiting in a collective.
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "elastic")) return elastic_main(argc - 1, argv + 1);
-  pitrain::prefer_ring_allreduce();
+  pitrain::prefer_rabenseifner_allreduce();
   int threads = 0;  // MULTIPLE lets the stall watchdog's thread report to rank 0
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
   pitrain::Comm comm;

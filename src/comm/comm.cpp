@@ -115,7 +115,7 @@ int Comm::first_failed(bool ok) {
   return v;
 }
 
-void prefer_ring_allreduce() { setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0); }
+void prefer_rabenseifner_allreduce() { setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0); }
 
 int local_ranks() {
   const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");

@@ -37,8 +37,8 @@ constexpr int64_t kProbeBytes = 64 * 1024;
 // Better still, an int4 round every 8 steps applied 2 steps after it started, where those steps
 // hide it: the rank trains on meanwhile, and learnt almost as much (0.813 / 0.812 / 0.802; 1
 // step: 0.815 / 0.816 / 0.805; 4: 0.804 / 0.806 / 0.791; 8, a round late: 0.788 / 0.793 /
-// 0.780). Not 1 step: the ring's six phases each move on only in an MPI call after their data
-// arrived, and a step makes about four (after each weighted layer's backward, after the
+// 0.780). Not 1 step: a round's allreduce phases (six by the ring then, four now) each move on
+// only in an MPI call after their data arrived, and a step makes about four (after each weighted layer's backward, after the
 // update), so one step rarely carries a round whatever the link (on the emulated 100 Mbit/s
 // hosts 1 and 2 steps measured alike; bench/RESULTS.md, eleventh pass).
 constexpr int kOverlapSteps = 2;
@@ -72,9 +72,10 @@ double median_seconds(int reps, const std::function<void()>& call) {
   return t[size_t(reps / 2)];
 }
 
-// The link's fixed cost: a blocking allreduce of one number. Not the rounds' nonblocking ring
-// (prefer_ring_allreduce), whose six phases for one float on four ranks each wait for any host
-// that its CPU quota holds back: 0.3-9.6 ms on the emulated hosts against 0.2-0.3 ms.
+// The link's fixed cost: a blocking allreduce of one number. Not the rounds' nonblocking one,
+// which takes one float on four ranks through the ring's six phases (Open MPI's fallback for
+// fewer values than ranks), each waiting for any host that its CPU quota holds back: 0.3-9.6 ms
+// on the emulated hosts against 0.2-0.3 ms.
 double time_latency(Comm& comm) {
   return median_seconds(5, [&] {
     double one = 1;
@@ -82,10 +83,12 @@ double time_latency(Comm& comm) {
   });
 }
 
-// A round's cost a byte: nonblocking allreduces of kProbeBytes, as the rounds travel.
+// A round's cost a byte: nonblocking allreduces of kProbeBytes, as the rounds travel. The
+// median of seven: of three it once read 6.6 ms on the emulated 100 Mbit/s hosts, where the
+// probe took 2.0-2.5 ms in other runs, and chose rounds every 36 steps instead of 16.
 double time_probe(Comm& comm) {
   std::vector<float> send(kProbeBytes / sizeof(float), 1.0f), recv(send.size());
-  return median_seconds(3, [&] {
+  return median_seconds(7, [&] {
     MPI_Request req;
     comm.start_allreduce(send.data(), recv.data(), int(send.size()), MPI_FLOAT, MPI_SUM, &req);
     comm.wait(req);
