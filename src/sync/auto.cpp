@@ -38,9 +38,10 @@ constexpr int64_t kProbeBytes = 64 * 1024;
 // hide it: the rank trains on meanwhile, and learnt almost as much (0.813 / 0.812 / 0.802; 1
 // step: 0.815 / 0.816 / 0.805; 4: 0.804 / 0.806 / 0.791; 8, a round late: 0.788 / 0.793 /
 // 0.780). Not 1 step: a round's allreduce phases (six by the ring then, four now) each move on
-// only in an MPI call after their data arrived, and a step makes about four (after each weighted layer's backward, after the
-// update), so one step rarely carries a round whatever the link (on the emulated 100 Mbit/s
-// hosts 1 and 2 steps measured alike; bench/RESULTS.md, eleventh pass).
+// only in an MPI call after their data arrived, and a step makes about four (after each
+// weighted layer's backward, after the update), so one step rarely carries a round whatever
+// the link (on the emulated 100 Mbit/s hosts 1 and 2 steps measured alike; bench/RESULTS.md,
+// eleventh pass).
 constexpr int kOverlapSteps = 2;
 // MPI moves an overlapped round only inside its calls, a few a step, so on the emulated hosts
 // at 100 Mbit/s rounds every 4 steps overlapped cost more than blocking ones every 8 (12-14
