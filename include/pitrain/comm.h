@@ -58,9 +58,9 @@ class Comm {
 // recursive doubling) carries as few bytes in 2 log2 P phases, 4 instead of 6 on four ranks,
 // and each phase moves on only inside an MPI call: `mlp`'s PowerSGD rounds on 4 emulated hosts
 // at 100 Mbit/s took 0.60 ms a step against the ring's 0.66 (bench/RESULTS.md, sixteenth
-// pass). Open MPI falls back to the ring for fewer values than ranks. Rounds go this way unless
-// the user chose otherwise (`mpirun --mca coll_libnbc_iallreduce_algorithm` sets the variable
-// this leaves alone).
+// pass). Open MPI falls back to the ring for fewer values than the largest power of two up to
+// the ranks' count. Rounds go this way unless the user chose otherwise (`mpirun --mca
+// coll_libnbc_iallreduce_algorithm` sets the variable this leaves alone).
 void prefer_rabenseifner_allreduce();
 
 // Ranks on this node (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE), 1 when not launched by mpirun.

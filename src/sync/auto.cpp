@@ -75,7 +75,7 @@ double median_seconds(int reps, const std::function<void()>& call) {
 
 // The link's fixed cost: a blocking allreduce of one number. Not the rounds' nonblocking one,
 // which takes one float on four ranks through the ring's six phases (Open MPI's fallback for
-// fewer values than ranks), each waiting for any host that its CPU quota holds back: 0.3-9.6 ms
+// so few values), each waiting for any host that its CPU quota holds back: 0.3-9.6 ms
 // on the emulated hosts against 0.2-0.3 ms.
 double time_latency(Comm& comm) {
   return median_seconds(5, [&] {
