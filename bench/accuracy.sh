@@ -11,6 +11,9 @@ build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
 src=$root/../shared/quickdraw
 [ -f "$src/apple.npy" ] || { echo "SKIP: no Quick Draw files in $src"; exit 0; }
+# shellcheck source=bench/bench_data.sh
+. "$root/bench/bench_data.sh"
+require_peer "$peer"
 work=$(mktemp -d /tmp/pitrain-acc-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$build/pitrain" prepare --npy "$src" --classes "$root/datasets/quickdraw15.txt" --out "$work/qd.h5" >/dev/null

@@ -1,4 +1,4 @@
-# Sourced by the benchmarks: the data they train on.
+# Sourced by the benchmarks: the data they train on, and the peer they measure against.
 # prepare_bench_data BUILD ROOT OUT: the 15 real Quick Draw classes of ../shared/quickdraw when
 # they are there, else Debian's Fashion-MNIST (saying so); sets bench_data to a description.
 prepare_bench_data() {
@@ -11,4 +11,12 @@ prepare_bench_data() {
     "$build/pitrain" prepare --idx /usr/share/datasets/fashion-mnist --out "$out" >/dev/null
     bench_data="Fashion-MNIST"
   fi
+}
+
+# require_peer PEER: the PyTorch peer script and the Debian packages it needs, or a one-line
+# error naming the fix (its runs' output is piped, so a missing module would fail silently).
+require_peer() {
+  [ -f "$1" ] || { echo "no peer at $1 (set PEER=...)" >&2; exit 1; }
+  /usr/bin/python3 -c 'import torch, h5py' 2>/dev/null ||
+    { echo "the peer needs python3-torch and python3-h5py: apt-get install python3-torch python3-h5py (or pass --no-peer where the benchmark has it)" >&2; exit 1; }
 }

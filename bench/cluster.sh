@@ -157,7 +157,10 @@ PY
 . "$root/bench/bench_data.sh"
 prepare_bench_data "$build" "$root" "$work/d.h5"
 trainers=pitrain
-[ "$use_peer" = 1 ] && trainers="pitrain peer"
+if [ "$use_peer" = 1 ]; then
+  require_peer "$peer"
+  trainers="pitrain peer"
+fi
 if [ -n "$hostfile" ]; then
   total=$(awk '!/^#/ && NF' "$hostfile" | wc -l)
   awk '!/^#/ && NF {print; exit}' "$hostfile" >"$work/one"

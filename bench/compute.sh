@@ -18,9 +18,9 @@ burner=""
 trap '[ -n "$burner" ] && kill $burner 2>/dev/null; rm -rf "$work"' EXIT
 # shellcheck source=bench/bench_data.sh
 . "$root/bench/bench_data.sh"
+require_peer "$peer"
 prepare_bench_data "$build" "$root" "$work/d.h5"
 data=$bench_data
-[ -f "$peer" ] || { echo "no peer at $peer (set PEER=...)" >&2; exit 1; }
 thread_counts="1 2"
 [ "$(nproc)" -ge 4 ] && thread_counts="1 2 4"
 
