@@ -42,7 +42,8 @@ struct SyncOptions {
 
 // One step, as fit() calls it (`step` is global and 0-based):
 //   backward ... gradients_ready(lo) ... ; reduce_gradients ; optimizer step ; after_update ;
-//   agreed_stop.  At an epoch end common_params() or agree(); agree() at a stop.
+//   agreed_stop.  At an epoch end common_params() or agree(); agree_final() at the last epoch's
+//   end or a stop.
 class SyncStrategy {
  public:
   explicit SyncStrategy(Comm& comm) : vote_(comm) {}
@@ -58,6 +59,9 @@ class SyncStrategy {
   virtual void after_update(float* params, int64_t step) = 0;
   // Leaves every rank with the same parameters (a checkpoint, a stop, the last epoch's end).
   virtual void agree(float* params, int64_t step) = 0;
+  // The same where the run ends after `step` (its last epoch, a stop): nothing a rank learnt may
+  // stay behind on it.
+  virtual void agree_final(float* params, int64_t step) { agree(params, step); }
   // The ranks' common parameters for validation at an epoch end, without a round of their own:
   // `params` where the ranks never differ. Local SGD finishes the round in flight and gives
   // where it left the ranks (up to K steps back); `params` keep this rank's steps since.

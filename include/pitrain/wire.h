@@ -6,6 +6,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -59,6 +60,9 @@ class WireAverage {
   // Error feedback: what rounding dropped from the last values sent, added to the next (empty
   // when off, or for a lossless format).
   const std::vector<float>& residual() const { return residual_; }
+  // Once the residual's values have reached the other ranks another way (local SGD's last
+  // agreement sends them whole).
+  void clear_residual() { std::fill(residual_.begin(), residual_.end(), 0.0f); }
 
  protected:
   // Puts values[lo, hi) x scale (plus the residual) in the send buffer and starts their sum.

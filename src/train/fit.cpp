@@ -263,7 +263,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       const int sig = signals.requested() ? signals.requested() : progress_file.stop_requested() ? SIGTERM : 0;
       const int vote = sync->agreed_stop(step, local_vote(sig));
       if (vote > kSaveVote) {  // a signal: every rank stops at this step
-        sync->agree(model.params().data(), step);
+        sync->agree_final(model.params().data(), step);
         save(checkpoint, true);
         report.stopped(signal_name(vote), state.step, epoch, s + 1, checkpoint);
         throw Stopped{128 + vote};
@@ -283,7 +283,8 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
     const bool saving = !o.checkpoint.empty() && (save_due || epoch % o.checkpoint_every == 0 || last);
     const bool agreed = saving || last;
     float* params = model.params().data();
-    if (agreed) sync->agree(params, state.step - 1);
+    if (last) sync->agree_final(params, state.step - 1);
+    else if (saving) sync->agree(params, state.step - 1);
     const float* common = agreed ? params : sync->common_params(params, state.step - 1);
     EpochResult r = meter.result(epoch, spe - first_step, comm);
     r.sync_every = sync->sync_every();
