@@ -33,11 +33,13 @@ for name, n in (("train", 2000), ("t10k", 200)):
 PY
 "$PITRAIN" prepare --idx "$work" --classes a,b,c --out "$work/d.h5" >/dev/null || { echo "prepare failed"; exit 1; }
 train=(train --data "$work/d.h5" --model mlp --batch-size 16 --threads 1)
+# Epochs of ~1 s on a fast machine (a step ~1 ms): a signal sent 0.3 s into epoch 2 lands mid-run.
+spe=1000
 
 # 1. SIGTERM mid-epoch, as Slurm's scancel sends it to every rank.
-mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch 400 --checkpoint "$work/full.h5" >/dev/null 2>&1 \
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch "$spe" --checkpoint "$work/full.h5" >/dev/null 2>&1 \
   || { fail "uninterrupted run"; mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 1 --steps-per-epoch 4 2>&1 | tail -5; }
-mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch 400 --checkpoint "$work/cut.h5" >"$work/cut.out" 2>&1 &
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch "$spe" --checkpoint "$work/cut.h5" >"$work/cut.out" 2>&1 &
 job=$!
 for _ in $(seq 100); do [ -f "$work/cut.h5" ] && break; sleep 0.1; done  # into epoch 2
 sleep 0.3
@@ -46,11 +48,11 @@ wait $job
 rc=$?
 # mpirun exits 1 whatever its ranks returned; the exit code itself is checked without it below.
 if [ $rc -ne 0 ] && grep -q "stopped by SIGTERM after step" "$work/cut.out" && grep -q -- "--resume $work/cut.h5" "$work/cut.out"; then
-  ok "SIGTERM: $(grep -o 'stopped by SIGTERM after step [0-9]* (epoch [0-9]*, step [0-9]* of 400)' "$work/cut.out")"
+  ok "SIGTERM: $(grep -o "stopped by SIGTERM after step [0-9]* (epoch [0-9]*, step [0-9]* of $spe)" "$work/cut.out")"
 else
   fail "SIGTERM gave exit $rc"; cat "$work/cut.out"
 fi
-mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch 400 --checkpoint "$work/cut.h5" --resume "$work/cut.h5" \
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch "$spe" --checkpoint "$work/cut.h5" --resume "$work/cut.h5" \
   >/dev/null 2>&1 || fail "resume after SIGTERM"
 h5diff -q "$work/full.h5" "$work/cut.h5" /model_weights && ok "resumed weights equal the uninterrupted run's" \
   || fail "resumed weights differ from the uninterrupted run's"
@@ -59,7 +61,7 @@ h5diff -q "$work/full.h5" "$work/cut.h5" /model_weights && ok "resumed weights e
 mkdir -p "$work/r0" "$work/r1"
 cp "$work/full.h5" "$work/r0/ck.h5"
 cp "$work/full.h5" "$work/both.h5"
-more=(--epochs 4 --steps-per-epoch 400)
+more=(--epochs 4 --steps-per-epoch "$spe")
 mpi -np 1 --wdir "$work/r0" "$PITRAIN" "${train[@]}" "${more[@]}" --resume ck.h5 --checkpoint ck.h5 : \
   -np 1 --wdir "$work/r1" "$PITRAIN" "${train[@]}" "${more[@]}" --resume ck.h5 --checkpoint ck.h5 >"$work/r0.out" 2>&1 &&
   mpi -np 2 "$PITRAIN" "${train[@]}" "${more[@]}" --resume "$work/both.h5" --checkpoint "$work/both.h5" >/dev/null 2>&1 &&
@@ -125,7 +127,7 @@ done
 
 # 5. NaN: a huge learning rate stops the run, naming the step and layer; the checkpoint is kept.
 cp "$work/full.h5" "$work/nan.h5"
-mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 5 --steps-per-epoch 400 --lr 1e30 --resume "$work/nan.h5" \
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 5 --steps-per-epoch "$spe" --lr 1e30 --resume "$work/nan.h5" \
   --checkpoint "$work/nan.h5" >"$work/nan.out" 2>&1
 rc=$?
 if [ $rc -ne 0 ] && [ "$(grep -c 'pitrain: error' "$work/nan.out")" -eq 1 ] \
