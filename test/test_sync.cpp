@@ -172,19 +172,38 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 steps on where thos
   CHECK(blocking.opts.overlap_steps == 0);
   CHECK(blocking.opts.max_sync_every == 0);  // the probe measured its cost: K stays
   CHECK(blocking.why.find("rounds every 8 steps, blocking in int4") == 0);
-  // After 8 steps of 2.5 ms: 45 %; 8 overlapped steps hide neither format, 16 hide int8's.
-  const SyncChoice overlapped = choose(0.0025);
-  CHECK(overlapped.opts.wire == WireType::int8);
-  CHECK(overlapped.opts.sync_every == 16);
-  CHECK(overlapped.opts.overlap);
-  CHECK(overlapped.opts.max_sync_every == 32);  // and may double during the run
-  CHECK(overlapped.opts.outer_momentum == 0);
+  // After 8 steps of 2.5 ms: 45 %; 8 overlapped steps hide neither format (int8's 29 ms), but
+  // they hide int4's 16 ms of a round every 16 steps.
+  const SyncChoice every16 = choose(0.0025);
+  CHECK(every16.opts.wire == WireType::int4);
+  CHECK(every16.opts.sync_every == 16);
+  CHECK(every16.opts.overlap_steps == 8);
+  CHECK(every16.opts.max_sync_every == 0);
+  // The emulated WLAN cell as its probe sees it (0.12 ms an allreduce, 0.2 MB/s) and 8 ms steps:
+  // int4's 121 ms outlast the 8 steps before it is applied by 57 ms, under two fifths of the
+  // 185 ms from one round to the next, as a blocking round may cost; int8 every 32 steps (219 ms)
+  // would hide but learns less.
+  const SyncChoice cell = choose_sync(SyncOptions{}, 0.008, LinkTiming{0.12e-3, 1 / 0.2e6}, n, kernels);
+  INFO(cell.why);
+  CHECK(cell.opts.wire == WireType::int4);
+  CHECK(cell.opts.sync_every == 16);
+  CHECK(cell.opts.overlap_steps == 8);
+  CHECK(cell.why.find("rounds every 16 steps, overlapped and applied 8 steps later, in int4") == 0);
+  // 20 ms an allreduce whatever its bytes, and 1 ms steps: int4 every 16 would keep the ranks
+  // waiting 12 ms of 28, over two fifths; bf16 every 32 steps hides.
+  const SyncChoice far = choose_sync(SyncOptions{}, 0.001, LinkTiming{20e-3, 1e-9}, n, kernels);
+  INFO(far.why);
+  CHECK(far.opts.wire == WireType::bf16);
+  CHECK(far.opts.sync_every == 32);
+  CHECK(far.opts.overlap_steps == 0);
+  CHECK(far.opts.outer_momentum == 0);
   // A link whose fixed cost outweighs its bytes (6 ms an allreduce, 1 GB/s) and steps of 1 ms: a
   // blocking round may take 5.3 ms, 8 overlapped steps hide 8, and bf16 comes before int8.
   const SyncChoice latency_bound = choose_sync(SyncOptions{}, 0.001, LinkTiming{6e-3, 1e-9}, n, kernels);
   CHECK(latency_bound.opts.wire == WireType::bf16);
   CHECK(latency_bound.opts.sync_every == 8);
   CHECK(latency_bound.opts.overlap);
+  CHECK(latency_bound.opts.max_sync_every == 32);  // and may double during the run
 }
 
 TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of the old K, up to the maximum") {
