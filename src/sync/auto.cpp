@@ -50,12 +50,12 @@ constexpr int kOverlapSteps = 2;
 // two fifths).
 constexpr int kBlockingEvery = 2 * kFreeEvery;
 constexpr double kBlockingShare = kSlowRoundWaitPastFree / 1000.0;
-// Where neither int4 round every 8 steps fits (a WLAN cell), an int4 round every 16 steps
-// applied 8 steps on, even if the ranks then wait for the rest of it as they would for a
-// blocking round: cnn, 4 ranks, at the 2nd validation 0.802 / 0.801 / 0.793 (seeds 0-2) against
-// 0.780 / 0.781 / 0.771 with the int8 rounds every 32 steps that hide in the cell; on the
-// emulated cell 0.80 at the 2nd validation instead of the 3rd, at 12.6 ms a step against 10.7
-// (bench/RESULTS.md, eighteenth pass).
+// Where no round every 8 steps fits (a WLAN cell), an int4 round every 16 steps applied 8
+// steps on, even if the ranks then wait for the rest of it as they would for a blocking round:
+// cnn, 4 ranks, at the 2nd validation 0.802 / 0.801 / 0.793 (seeds 0-2) against 0.780 / 0.781
+// / 0.771 with the int8 rounds every 32 steps that hide in the cell; on the emulated cell 0.80
+// at the 2nd validation instead of the 3rd, at 12.6 ms a step against 10.7 (bench/RESULTS.md,
+// eighteenth pass).
 constexpr int kWaitingEvery = 2 * kBlockingEvery;
 
 std::string fmt(const char* f, double v) {
