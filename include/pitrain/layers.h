@@ -64,7 +64,8 @@ class Layer {
   virtual void reserve(int) {}
   // x: (n, in), y: (n, out).
   virtual void forward(const float* x, float* y, int n, const Context& ctx) = 0;
-  // dy may be overwritten. dx is null for the first layer, which then skips that work.
+  // dy may be overwritten. dx is null for the first layer with weights (Model::backward), which
+  // then skips that work.
   virtual void backward(const float* x, const float* y, float* dy, float* dx, int n) = 0;
   virtual int64_t forward_flops() const { return 0; }  // per sample, multiply-add = 2
   // Adds the entries of its Keras config that are its own (filters, kernel_size, activation,

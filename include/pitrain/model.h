@@ -61,7 +61,9 @@ class Model {
   // Called during backward with lo each time grads()[lo, end) are final, lo decreasing to 0:
   // lets the gradient allreduce of the last layers start while the first ones still run.
   using GradientsReady = std::function<void(int64_t lo)>;
-  // dlogits: (n, classes), overwritten. Fills grads() from the last forward.
+  // dlogits: (n, classes), overwritten. Fills grads() from the last forward. Stops at the first
+  // layer with weights: the gradient of what lies below it would serve nothing (mlp's first
+  // dense would compute one for flatten, a third of its GEMMs' work).
   void backward(const float* x, float* dlogits, int n, const GradientsReady& ready = nullptr);
   // Forward, mean softmax cross-entropy over the n samples (or over ctx.batch_rows, of which
   // these are a share), backward: grads() then holds the gradient of the mean loss. Returns the
@@ -74,6 +76,7 @@ class Model {
   int classes_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> offsets_;
+  size_t first_weighted_ = 0;  // the first layer with parameters (the last layer has some)
   std::vector<float> params_, grads_;
   std::vector<float> prepared_;  // every layer's prepared weights, one after the other
   std::vector<int64_t> prepared_offsets_;

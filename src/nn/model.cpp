@@ -20,6 +20,7 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
                      std::to_string(classes) + " (one per class; end with dense(classes,softmax))");
   int64_t total = 0;
   for (auto& l : layers_) offsets_.push_back(total), total += l->num_params();
+  while (layers_[first_weighted_]->num_params() == 0) ++first_weighted_;
   if (total > (int64_t(1) << 30))
     throw UsageError("model spec: " + std::to_string(total) + " parameters is more than this tool is meant for (2^30)");
   check_fits_memory("model " + spec_ + ": its " + std::to_string(total) + " parameters (weights, gradients, Adam's two moments)",
@@ -103,8 +104,8 @@ const float* Model::forward(const float* x, int n, const Context& ctx) {
 
 void Model::backward(const float* x, float* dlogits, int n, const GradientsReady& ready) {
   float* dy = dlogits;
-  for (size_t i = layers_.size(); i-- > 0;) {
-    float* dx = i == 0 ? nullptr : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
+  for (size_t i = layers_.size(); i-- > first_weighted_;) {
+    float* dx = i == first_weighted_ ? nullptr : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
     layers_[i]->backward(i == 0 ? x : acts_[i - 1].data(), acts_[i].data(), dy, dx, n);
     if (ready && layers_[i]->num_params() > 0) ready(offsets_[i]);
     dy = dx;
