@@ -11,6 +11,7 @@
 #include "pitrain/matrix.h"
 #include "pitrain/model.h"
 #include "pitrain/rng.h"
+#include "pitrain/threads.h"
 
 using namespace pitrain;
 
@@ -84,24 +85,32 @@ void check_gradients(Layer& layer, int n, const Context& ctx = {}, float h = 1e-
 }  // namespace
 
 // gemm() is whichever kernel this CPU gets (gemm_backend(): eigen-avx512 on CPUs with AVX-512,
-// else the build's): every transpose, and sizes off the kernels' register blocks.
-TEST_CASE("gemm: every transpose against a plain loop, on this CPU's kernel") {
+// else the build's): every transpose, and sizes off the kernels' register blocks; with pad > 0,
+// on blocks of wider matrices (row strides pad larger), whose columns beyond must stay as they were.
+TEST_CASE("gemm: every transpose against a plain loop, on this CPU's kernel, whole and on blocks") {
   INFO("gemm backend: " << gemm_backend());
-  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {72, 64, 32}, {17, 33, 5}, {5, 300, 129}}) {
-    const std::vector<float> a = random_values(size_t(m) * k, 1), b = random_values(size_t(k) * n, 2);
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        std::vector<float> c(size_t(m) * n, std::nanf(""));  // gemm overwrites C: no NaN may stay
-        gemm(ta, tb, m, n, k, a.data(), b.data(), c.data());
-        for (int i = 0; i < m; ++i)
-          for (int j = 0; j < n; ++j) {
-            double want = 0;
-            for (int p = 0; p < k; ++p) want += double(ta ? a[size_t(p) * m + i] : a[size_t(i) * k + p]) * (tb ? b[size_t(j) * k + p] : b[size_t(p) * n + j]);
-            INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " at " << i << "," << j);
-            REQUIRE(c[size_t(i) * n + j] == Approx(want).margin(1e-4 * k));
+  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {72, 64, 32}, {17, 33, 5}, {5, 300, 129}})
+    for (int pad : {0, 3})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+          const std::vector<float> a = random_values(size_t(ta ? k : m) * lda, 1), b = random_values(size_t(tb ? n : k) * ldb, 2);
+          std::vector<float> c(size_t(m) * ldc, std::nanf(""));  // gemm overwrites C: no NaN may stay
+          for (int i = 0; i < m; ++i) std::fill_n(&c[size_t(i) * ldc + n], pad, 7.0f);
+          if (pad) gemm(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
+          else gemm(ta, tb, m, n, k, a.data(), b.data(), c.data());
+          INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " pad " << pad);
+          for (int i = 0; i < m; ++i) {
+            for (int j = 0; j < n; ++j) {
+              double want = 0;
+              for (int p = 0; p < k; ++p)
+                want += double(ta ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p]) * (tb ? b[size_t(j) * ldb + p] : b[size_t(p) * ldb + j]);
+              INFO("at " << i << "," << j);
+              REQUIRE(c[size_t(i) * ldc + j] == Approx(want).margin(1e-4 * k));
+            }
+            for (int j = n; j < n + pad; ++j) REQUIRE(c[size_t(i) * ldc + j] == 7.0f);
           }
-      }
-  }
+        }
 }
 
 TEST_CASE("conv2d gradients, valid and same padding, several channels") {
@@ -194,6 +203,28 @@ TEST_CASE("dense gradients and forward") {
   std::vector<float> x = {1, 1}, y(2);
   d2->forward(x.data(), y.data(), 1, {});
   CHECK(y == std::vector<float>{1 + 3 + 10, 2 + 4 + 20});
+}
+
+// With a pool, Dense splits its kernel's rows across the threads (forward's partial products
+// summed in part order): the same gradients, and outputs equal to rounding to one thread's.
+TEST_CASE("dense gradients with its kernel split across threads") {
+  ThreadPool pool(3);
+  Context split;
+  split.pool = &pool;
+  check_gradients(*from_spec("dense(7,relu)", {1, 1, 3 * int(ThreadPool::kRangeGrain) / 7 + 5}), 2, split);
+  const Shape in{1, 1, 300};
+  auto whole = from_spec("dense(90)", in), parts = from_spec("dense(90)", in);  // 27,000 weights: 3 parts
+  std::vector<float> w = random_values(size_t(whole->num_params()), 3), dw1(w.size()), dw3(w.size());
+  whole->bind(w.data(), dw1.data()), parts->bind(w.data(), dw3.data());
+  const int n = 4;
+  const std::vector<float> x = random_values(size_t(n) * 300, 4);
+  std::vector<float> y1(n * 90), y3(n * 90), dy1 = random_values(n * 90, 5), dy3 = dy1, dx1(n * 300), dx3(n * 300);
+  whole->forward(x.data(), y1.data(), n, {}), parts->forward(x.data(), y3.data(), n, split);
+  whole->backward(x.data(), y1.data(), dy1.data(), dx1.data(), n), parts->backward(x.data(), y3.data(), dy3.data(), dx3.data(), n);
+  for (size_t i = 0; i < y1.size(); ++i) REQUIRE(y3[i] == Approx(y1[i]).margin(1e-5));
+  CHECK(y3 != y1);  // split: the partial products add in another order
+  for (size_t i = 0; i < dw1.size(); ++i) REQUIRE(dw3[i] == Approx(dw1[i]).margin(1e-5));
+  for (size_t i = 0; i < dx1.size(); ++i) REQUIRE(dx3[i] == Approx(dx1[i]).margin(1e-5));
 }
 
 TEST_CASE("relu, flatten and dropout gradients") {

@@ -21,6 +21,8 @@ struct Shape {
 
 enum class Activation { none, relu, softmax };  // softmax: only on the last layer, folded into the loss
 
+class ThreadPool;
+
 struct Context {
   bool training = false;
   uint64_t dropout_key = 0;  // per rank and step, so dropout masks differ between ranks and steps
@@ -30,6 +32,9 @@ struct Context {
   // The layers' prepared weights (Layer::prepare) are already made from the current parameters:
   // the shares of a batch read one preparation (ThreadedModel) instead of each making its own.
   bool prepared = false;
+  // The rank's threads, where they do not split the batch (ThreadedModel: too few rows): a layer
+  // with many weights may split those among them instead, in forward and in the backward after it.
+  ThreadPool* pool = nullptr;
 };
 
 // One weight tensor of a layer, in Keras' name and shape.

@@ -17,8 +17,10 @@
 namespace pitrain {
 
 // Jobs are lists of items that the calling thread and the woken workers take as they come
-// free. A worker the OS holds back (a busy core) finds the items gone and is not waited for, so
-// a job is never much slower than the calling thread doing it alone. Between jobs a thread
+// free, each thread its own item first (item t is thread t's, the caller's 0: a job cut the same
+// way every step finds its data in the same core's cache). A worker the OS holds back (a busy
+// core) finds the items gone, its own too, and is not waited for, so a job is never much slower
+// than the calling thread doing it alone. Between jobs a thread
 // polls, then sleeps: an idle pool takes no core from MPI or from other processes. It polls
 // kFreePollMicros while the cores are free, so that a step's jobs, which come back to back,
 // find the workers awake (a futex wake-up costs ~100 us on a VM), and kSpinMicros while they
@@ -40,19 +42,23 @@ class ThreadPool {
   // Up to size() ranges of at least `grain` (element-wise work: below that a range costs less
   // than handing it to another thread), one while the cores are crowded.
   int ranges(int64_t n, int64_t grain = kRangeGrain) const;
+  // Up to size() parts of at least `grain`, whether or not the cores are crowded: for work whose
+  // result depends on the cut (partial sums), which must not depend on timing.
+  int parts(int64_t n, int64_t grain = kRangeGrain) const;
 
   static constexpr int64_t kRangeGrain = 8192;
 
  private:
-  void work(bool measures_crowding);
+  void work(int self);  // worker `self` (1..): worker 1 measures whether the cores are crowded
   int poll_micros() const;
-  void take_items();  // runs items until none are left
+  void take_items(int self);  // runs items until none are left; self: the calling thread's index
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable start_, done_;
   const std::function<void(int)>* job_ = nullptr;
   int items_ = 0;
-  std::atomic<int> next_{0};    // the next item to take
+  std::atomic<int> next_{0};    // the next item to take beyond the threads' own
+  std::vector<std::atomic<bool>> home_taken_;  // (threads) whether item t was taken
   std::atomic<int> active_{0};  // workers inside the current job
   bool open_ = false;           // workers may still join the current job
   std::atomic<uint64_t> generation_{0};

@@ -6,8 +6,9 @@
 
 namespace pitrain {
 
-void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c) {
-  eigen_gemm(trans_a, trans_b, m, n, k, a, b, c);
+void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                 int ldc) {
+  eigen_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 }  // namespace pitrain

@@ -7,15 +7,29 @@
 namespace pitrain {
 namespace {
 
-void eigen_gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c) {
+template <class Out, class In>
+void eigen_product(bool trans_a, bool trans_b, Out out, const In& a, const In& b) {
+  if (trans_a && trans_b) out.noalias() = a.transpose() * b.transpose();
+  else if (trans_a) out.noalias() = a.transpose() * b;
+  else if (trans_b) out.noalias() = a * b.transpose();
+  else out.noalias() = a * b;
+}
+
+void eigen_gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                int ldc) {
   using Rows = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  Eigen::Map<Rows> out(c, m, n);
-  const Eigen::Map<const Rows> A(a, trans_a ? k : m, trans_a ? m : k), B(b, trans_b ? n : k, trans_b ? k : n);
-  auto product = [&](const auto& lhs, const auto& rhs) { out.noalias() = lhs * rhs; };
-  if (trans_a && trans_b) product(A.transpose(), B.transpose());
-  else if (trans_a) product(A.transpose(), B);
-  else if (trans_b) product(A, B.transpose());
-  else product(A, B);
+  const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k, b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  // Whole matrices through maps without a run-time stride: cnn at batch 32 trained 8 % slower
+  // with every GEMM through strided ones.
+  if (lda == a_cols && ldb == b_cols && ldc == n) {
+    using Whole = Eigen::Map<const Rows>;
+    eigen_product(trans_a, trans_b, Eigen::Map<Rows>(c, m, n), Whole(a, a_rows, a_cols), Whole(b, b_rows, b_cols));
+  } else {
+    using Stride = Eigen::OuterStride<>;
+    using Block = Eigen::Map<const Rows, 0, Stride>;
+    eigen_product(trans_a, trans_b, Eigen::Map<Rows, 0, Stride>(c, m, n, Stride(ldc)), Block(a, a_rows, a_cols, Stride(lda)),
+                  Block(b, b_rows, b_cols, Stride(ldb)));
+  }
 }
 
 }  // namespace

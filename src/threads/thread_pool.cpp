@@ -43,8 +43,8 @@ class CrowdingMeter {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
-  for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t == 1);
+ThreadPool::ThreadPool(int threads) : home_taken_(size_t(std::max(threads, 1))) {
+  for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
 }
 
 ThreadPool::~ThreadPool() {
@@ -56,23 +56,33 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::take_items() {
-  for (int i; (i = next_.fetch_add(1)) < items_;) {
+// Thread t's own item first, then the items beyond the threads' own, then any own item that
+// its thread has not taken yet (the OS holds it back).
+void ThreadPool::take_items(int self) {
+  const int homes = std::min(items_, size());
+  auto take = [&](int i) {
     try {
       (*job_)(i);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
       next_ = items_;  // the job failed: leave the rest
+      for (int t = 0; t < homes; ++t) home_taken_[size_t(t)] = true;
     }
-  }
+  };
+  auto claim = [&](int t) { return !home_taken_[size_t(t)].load() && !home_taken_[size_t(t)].exchange(true); };
+  if (self < homes && claim(self)) take(self);
+  for (int i; (i = next_.fetch_add(1)) < items_;) take(i);
+  for (int t = 0; t < homes; ++t)
+    if (claim(t)) take(t);
 }
 
 int ThreadPool::poll_micros() const { return crowded_ ? kSpinMicros : kFreePollMicros; }
 
 // Each worker waits for a new job (polling, then asleep on start_); it joins only while the
 // job is open. One of them measures whether the cores are crowded.
-void ThreadPool::work(bool measures_crowding) {
+void ThreadPool::work(int self) {
+  const bool measures_crowding = self == 1;
   uint64_t seen = 0;
   CrowdingMeter meter;
   for (;;) {
@@ -85,7 +95,7 @@ void ThreadPool::work(bool measures_crowding) {
       if (!open_) continue;
       ++active_;
     }
-    take_items();
+    take_items(self);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (--active_ == 0) done_.notify_one();
@@ -101,11 +111,12 @@ void ThreadPool::run(int items, const std::function<void(int)>& job) {
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &job, items_ = items, next_ = 0, error_ = nullptr, open_ = true;
+    job_ = &job, items_ = items, next_ = std::min(items, size()), error_ = nullptr, open_ = true;
+    for (auto& taken : home_taken_) taken = false;
     ++generation_;
   }
   start_.notify_all();
-  take_items();
+  take_items(0);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     open_ = false;  // every item is taken: late workers stay out
@@ -120,8 +131,10 @@ void ThreadPool::run(int items, const std::function<void(int)>& job) {
   if (error) std::rethrow_exception(error);
 }
 
-int ThreadPool::ranges(int64_t n, int64_t grain) const {
-  return crowded_ ? 1 : int(std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, size()));
+int ThreadPool::ranges(int64_t n, int64_t grain) const { return crowded_ ? 1 : parts(n, grain); }
+
+int ThreadPool::parts(int64_t n, int64_t grain) const {
+  return int(std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, size()));
 }
 
 void ThreadPool::run_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& job, int64_t grain) {

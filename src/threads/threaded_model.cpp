@@ -48,7 +48,11 @@ void ThreadedModel::for_each_share(int n, const std::function<void(int, int, int
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
                                           const Model::GradientsReady& ready) {
   const int count = shares(n);
-  if (count == 1) return model_.forward_backward(x, y, n, ctx, ready);
+  if (count == 1) {
+    Context whole = ctx;
+    whole.pool = &pool_;
+    return model_.forward_backward(x, y, n, whole, ready);
+  }
   prepare();  // once for all shares
   for_each_share(n, [&](int s, int first, int rows) {
     Context share = ctx;
