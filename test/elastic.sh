@@ -84,11 +84,15 @@ again=$(awk -v a="$cut" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 wait $job
 rc=$?
 check_run link "link down" $rc
+# The launcher's start-up stall can also strike the restart on 3 ranks (its mpirun then crashed
+# in PMIx_Finalize once, CI of the nineteenth pass): elastic waits 10 s for the first step,
+# probes again, finds host 3 answering by then and resumes on all 4, which takes it back too.
+late=$(sed -n '/resuming on 3 ranks/,$p' "$work/link.out" | grep -c "start-up stalled (no step in [0-9]* s); lost no host (all answer).*resuming on 4 ranks")
 if grep -q "lost $(addr 3) (no answer)" "$work/link.out" && grep -q "resuming on 3 ranks" "$work/link.out" &&
-  grep -q "taking back $(addr 3) (answers again)" "$work/link.out" &&
+  { grep -q "taking back $(addr 3) (answers again)" "$work/link.out" || [ "$late" -gt 0 ]; } &&
   grep -qE "^pitrain: 4 ranks .* resumed after step [0-9]+$" "$work/link.out" &&
-  awk -v t="$again" 'BEGIN { exit !(t < 5 + 15) }'; then
-  ok "link down: training again on 3 ranks $again s after the cut (stall timeout 5 s + 15); the host was taken back"
+  awk -v t="$again" -v late="$late" 'BEGIN { exit !(t < 5 + 15 + 10 * late) }'; then
+  ok "link down: training again $again s after the cut (stall timeout 5 s + 15, start-up stalls after it: $late); the host was taken back"
 else
   fail "link down: training again after $again s; lost host, 3 ranks and taking back expected"
   cat "$work/link.out"

@@ -104,7 +104,8 @@ TEST_CASE("gemm: every transpose against a plain loop, on this CPU's kernel, who
             for (int j = 0; j < n; ++j) {
               double want = 0;
               for (int p = 0; p < k; ++p)
-                want += double(ta ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p]) * (tb ? b[size_t(j) * ldb + p] : b[size_t(p) * ldb + j]);
+                want += double(ta ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p]) *
+                        (tb ? b[size_t(j) * ldb + p] : b[size_t(p) * ldb + j]);
               INFO("at " << i << "," << j);
               REQUIRE(c[size_t(i) * ldc + j] == Approx(want).margin(1e-4 * k));
             }
@@ -219,8 +220,10 @@ TEST_CASE("dense gradients with its kernel split across threads") {
   const int n = 4;
   const std::vector<float> x = random_values(size_t(n) * 300, 4);
   std::vector<float> y1(n * 90), y3(n * 90), dy1 = random_values(n * 90, 5), dy3 = dy1, dx1(n * 300), dx3(n * 300);
-  whole->forward(x.data(), y1.data(), n, {}), parts->forward(x.data(), y3.data(), n, split);
-  whole->backward(x.data(), y1.data(), dy1.data(), dx1.data(), n), parts->backward(x.data(), y3.data(), dy3.data(), dx3.data(), n);
+  whole->forward(x.data(), y1.data(), n, {});
+  parts->forward(x.data(), y3.data(), n, split);
+  whole->backward(x.data(), y1.data(), dy1.data(), dx1.data(), n);
+  parts->backward(x.data(), y3.data(), dy3.data(), dx3.data(), n);
   for (size_t i = 0; i < y1.size(); ++i) REQUIRE(y3[i] == Approx(y1[i]).margin(1e-5));
   CHECK(y3 != y1);  // split: the partial products add in another order
   for (size_t i = 0; i < dw1.size(); ++i) REQUIRE(dw3[i] == Approx(dw1[i]).margin(1e-5));

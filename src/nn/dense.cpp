@@ -49,7 +49,8 @@ class Dense : public Layer {
       partials_.resize(size_t(out * (parts_ - 1)));
       pool_->run(parts_, [&](int p) {
         const int lo = rows_from(p), hi = rows_from(p + 1);
-        gemm(false, false, n, units_, hi - lo, x + lo, d, w_ + int64_t(lo) * units_, units_, p ? &partials_[size_t(out * (p - 1))] : y, units_);
+        float* part = p ? &partials_[size_t(out * (p - 1))] : y;
+        gemm(false, false, n, units_, hi - lo, x + lo, d, w_ + int64_t(lo) * units_, units_, part, units_);
       });
       for (int p = 1; p < parts_; ++p)
         for (int64_t i = 0; i < out; ++i) y[i] += partials_[size_t(out * (p - 1) + i)];
