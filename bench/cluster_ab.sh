@@ -71,11 +71,13 @@ rows = list(csv.DictReader(open(f"{work}/log.csv")))
 seconds = sum(float(r["seconds"]) for r in rows)
 mpi = sum(float(r["mpi_seconds"]) for r in rows)
 choice = re.search(r"^sync auto: (.*?) \(", out, re.M)
+algorithm = re.search(r"rounds by (.*?) allreduce", out)
+choice = (choice.group(1) if choice else "") + (f", by {algorithm.group(1)}" if algorithm else "")
 ms = 1e3 * seconds / (steps * len(rows))
 with open(f"{work}/ms.txt", "a") as f:
     f.write(f"{name}\t{ms}\n")
 print(f"| {round_} | {name} | {ms:.2f} | {100 * mpi / seconds:.0f} % | "
-      + " / ".join(f"{float(r['val_accuracy']):.3f}" for r in rows) + f" | {choice.group(1) if choice else ''} |")
+      + " / ".join(f"{float(r['val_accuracy']):.3f}" for r in rows) + f" | {choice} |")
 PY
   done
 done

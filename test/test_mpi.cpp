@@ -415,3 +415,33 @@ TEST_CASE("int8 and int4 on the wire: the ranks' mean, to within each block's ow
     REQUIRE(std::abs(got[size_t(i)] - mean) <= (P + 1) * block_top / top);  // each rounding: half a step
   }
 }
+
+TEST_CASE("the rounds' allreduce algorithm switches while running, and either gives the mean on every rank alike") {
+  Comm comm;
+  auto libnbc_value = [] {  // Open MPI's variable as MPI's tool interface reads it
+    int provided, index, count, value = -1;
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_cvar_handle handle;
+    if (MPI_T_cvar_get_index("coll_libnbc_iallreduce_algorithm", &index) == MPI_SUCCESS &&
+        MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+      MPI_T_cvar_read(handle, &value);
+      MPI_T_cvar_handle_free(&handle);
+    }
+    MPI_T_finalize();
+    return value;
+  };
+  const int64_t n = 3000;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(comm.rank() + 1) * std::sin(float(i));
+  for (const auto& [algorithm, number] : {std::make_pair(AllreduceAlgorithm::binomial, 2), std::make_pair(AllreduceAlgorithm::rabenseifner, 3)}) {
+    INFO(allreduce_algorithm_name(algorithm));
+    REQUIRE(set_allreduce_algorithm(algorithm));
+    CHECK(libnbc_value() == number);
+    auto wire = make_wire_average(WireType::int8, comm, n, WireOptions());
+    wire->start(v.data(), 0, n);
+    const std::vector<float>& got = wire->finish();
+    const double mean_factor = (comm.size() + 1) / 2.0;
+    for (int64_t i = 0; i < n; ++i) REQUIRE(std::abs(got[size_t(i)] - mean_factor * std::sin(float(i))) < 0.02 * mean_factor);
+    CHECK(same_on_every_rank(got));
+  }
+}

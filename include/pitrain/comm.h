@@ -63,6 +63,18 @@ class Comm {
 // coll_libnbc_iallreduce_algorithm` sets the variable this leaves alone).
 void prefer_rabenseifner_allreduce();
 
+// The nonblocking allreduce's algorithms that rounds may travel by. Rabenseifner's moves the
+// fewest bytes a rank, all ranks at once: the best where every host has a link of its own. The
+// binomial tree (reduce to rank 0, then broadcast) moves as many bytes in all, but in 6 messages
+// instead of 16 on four ranks, 2 at a time: where all hosts share one medium (a WLAN cell),
+// which carries every byte in turn anyway, it is the faster.
+enum class AllreduceAlgorithm { rabenseifner, binomial };
+const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
+// The algorithm of the nonblocking allreduces from now on (Open MPI's
+// coll_libnbc_iallreduce_algorithm, written through MPI's tool interface); call on every rank
+// alike. False, and nothing changed, where it cannot be set (another MPI) or the user chose one.
+bool set_allreduce_algorithm(AllreduceAlgorithm algorithm);
+
 // Ranks on this node (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE), 1 when not launched by mpirun.
 int local_ranks();
 

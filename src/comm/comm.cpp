@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <string>
 
 #include "pitrain/error.h"
 
@@ -115,7 +116,35 @@ int Comm::first_failed(bool ok) {
   return v;
 }
 
-void prefer_rabenseifner_allreduce() { setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0); }
+namespace {
+constexpr const char* kIallreduceVariable = "coll_libnbc_iallreduce_algorithm";
+bool user_chose_iallreduce = false;
+}  // namespace
+
+void prefer_rabenseifner_allreduce() {
+  const std::string env = std::string("OMPI_MCA_") + kIallreduceVariable;
+  user_chose_iallreduce = std::getenv(env.c_str()) != nullptr;
+  setenv(env.c_str(), "3", 0);
+}
+
+const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
+  return algorithm == AllreduceAlgorithm::binomial ? "the binomial tree" : "Rabenseifner's";
+}
+
+bool set_allreduce_algorithm(AllreduceAlgorithm algorithm) {
+  if (user_chose_iallreduce) return false;
+  int provided, index, count, value = algorithm == AllreduceAlgorithm::binomial ? 2 : 3;  // libnbc's numbers
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return false;
+  MPI_T_cvar_handle handle;
+  bool set = MPI_T_cvar_get_index(kIallreduceVariable, &index) == MPI_SUCCESS &&
+             MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS;
+  if (set) {
+    set = count == 1 && MPI_T_cvar_write(handle, &value) == MPI_SUCCESS;
+    MPI_T_cvar_handle_free(&handle);
+  }
+  MPI_T_finalize();
+  return set;
+}
 
 int local_ranks() {
   const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");

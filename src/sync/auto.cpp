@@ -118,6 +118,30 @@ double time_probe(Comm& comm) {
   });
 }
 
+// Rounds travel by the faster of the two allreduce algorithms for this link, timed as the chosen
+// round travels (its wire format, on zeros; the slowest rank's median of five): on the emulated
+// WLAN cell the binomial tree took mlp's and cnn's rounds 17-20 % faster a step, on links of
+// their own Rabenseifner's was as fast or faster (bench/RESULTS.md, twenty-first pass). The
+// faster stays set; for the banner, what was timed.
+std::string choose_round_allreduce(Comm& comm, const SyncOptions& opts, int64_t n, const std::vector<WireMatrix>& matrices) {
+  const AllreduceAlgorithm algorithms[2] = {AllreduceAlgorithm::rabenseifner, AllreduceAlgorithm::binomial};
+  const auto wire = make_wire_average(opts.wire, comm, n, WireOptions{opts.error_feedback, opts.powersgd_rank, matrices});
+  const std::vector<float> zeros(size_t(n), 0.0f);
+  double seconds[2];
+  for (int a = 0; a < 2; ++a) {
+    if (!set_allreduce_algorithm(algorithms[a])) return "";
+    seconds[a] = median_seconds(5, [&] {
+      wire->start(zeros.data(), 0, n);
+      wire->finish();
+    });
+  }
+  MPI_Allreduce(MPI_IN_PLACE, seconds, 2, MPI_DOUBLE, MPI_MAX, comm.raw());
+  const int best = seconds[1] < seconds[0] ? 1 : 0;
+  set_allreduce_algorithm(algorithms[best]);
+  return std::string("; rounds by ") + allreduce_algorithm_name(algorithms[best]) + " allreduce (" + ms(seconds[best]) +
+         " a round, by " + allreduce_algorithm_name(algorithms[1 - best]) + " " + ms(seconds[1 - best]) + ")";
+}
+
 }  // namespace
 
 SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link, int64_t n_params,
@@ -178,7 +202,9 @@ SyncChoice auto_sync(Comm& comm, const SyncOptions& given, double step_seconds, 
   double slowest[3] = {time_latency(comm), time_probe(comm), step_seconds};
   MPI_Allreduce(MPI_IN_PLACE, slowest, 3, MPI_DOUBLE, MPI_MAX, comm.raw());
   LinkTiming link{slowest[0], std::max(slowest[1] - slowest[0], 0.0) / double(kProbeBytes)};
-  return choose_sync(given, slowest[2], link, n_params, matrices);
+  SyncChoice choice = choose_sync(given, slowest[2], link, n_params, matrices);
+  if (choice.opts.sync_every > 1) choice.why += choose_round_allreduce(comm, choice.opts, n_params, matrices);
+  return choice;
 }
 
 }  // namespace pitrain
