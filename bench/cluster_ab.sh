@@ -5,15 +5,16 @@
 # every profile). For each run: ms a step (training time over steps), the MPI share, the
 # validation accuracy after each epoch and what --sync auto chose. Root only.
 # usage: bench/cluster_ab.sh [--profile P] [--latency MS] [--model cnn|mlp] [--hosts N] [--rounds R] [--epochs E]
-#                            "NAME|BUILD_DIR|TRAIN ARGS" ...
+#                            [--target ACC] "NAME|BUILD_DIR|TRAIN ARGS" ...
 #   --profile  wlan, wlan-cell, ethernet, gigabit or RATEmbit as in bench/cluster.sh (default wlan)
 #   --latency  milliseconds added to every frame a host sends, as in bench/cluster.sh (default 0)
 #   --model    cnn at batch 32 a rank (default), mlp at 8; epochs of 9,600 and 3,200 images
 #   --rounds   runs of every variant (default 5); --epochs per run (default 4)
+#   --target   also the training seconds to this validation accuracy (validation excluded)
 # e.g. bench/cluster_ab.sh --profile wlan "before|/tmp/old/build|--sync auto" "after|build|--sync auto"
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-profile=wlan model=cnn hosts=4 rounds=5 epochs=4 cpu=0.5 latency=0
+profile=wlan model=cnn hosts=4 rounds=5 epochs=4 cpu=0.5 latency=0 target=
 while [ $# -gt 0 ]; do
   case $1 in
     --profile) profile=$2; shift 2 ;;
@@ -22,6 +23,7 @@ while [ $# -gt 0 ]; do
     --hosts) hosts=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
+    --target) target=$2; shift 2 ;;
     -*) echo "bench/cluster_ab.sh: unknown option $1 (see the header of this script)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -45,8 +47,8 @@ emulated_hostfile "$hosts" >"$work/hosts"
 
 echo "$hosts emulated hosts, $cpu core each, $profile, $latency ms added a frame; $model, batch $batch a rank, $epochs epochs of $steps steps"
 echo
-echo "| round | variant | ms/step | MPI share | val acc after each epoch | --sync auto's choice |"
-echo "|---|---|---|---|---|---|"
+echo "| round | variant | ms/step | s to ${target:-no target} | MPI share | val acc after each epoch | --sync auto's choice |"
+echo "|---|---|---|---|---|---|---|"
 for round in $(seq "$rounds"); do
   for variant in "$@"; do
     IFS='|' read -r name build train_args <<<"$variant"
@@ -60,12 +62,12 @@ for round in $(seq "$rounds"); do
         --epochs "$epochs" --steps-per-epoch "$steps" --log "$work/log.csv" $train_args >"$work/out" 2>&1 || true
       [ -f "$work/log.csv" ] && break
     done
-    python3 - "$work" "$round" "$name" "$steps" <<'PY'
+    python3 - "$work" "$round" "$name" "$steps" "$target" <<'PY'
 import csv, os, re, sys
-work, round_, name, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+work, round_, name, steps, target = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 out = open(f"{work}/out").read()
 if not os.path.exists(f"{work}/log.csv"):
-    print(f"| {round_} | {name} | failed: {out.strip().splitlines()[-1] if out.strip() else 'no output'} | | | |")
+    print(f"| {round_} | {name} | failed: {out.strip().splitlines()[-1] if out.strip() else 'no output'} | | | | |")
     sys.exit()
 rows = list(csv.DictReader(open(f"{work}/log.csv")))
 seconds = sum(float(r["seconds"]) for r in rows)
@@ -74,9 +76,15 @@ choice = re.search(r"^sync auto: (.*?) \(", out, re.M)
 algorithm = re.search(r"rounds by (.*?) allreduce", out)
 choice = (choice.group(1) if choice else "") + (f", by {algorithm.group(1)}" if algorithm else "")
 ms = 1e3 * seconds / (steps * len(rows))
+to_target, elapsed = "", 0.0
+for r in rows:
+    elapsed += float(r["seconds"])
+    if target and float(r["val_accuracy"]) >= float(target):
+        to_target = f"{elapsed:.2f}"
+        break
 with open(f"{work}/ms.txt", "a") as f:
-    f.write(f"{name}\t{ms}\n")
-print(f"| {round_} | {name} | {ms:.2f} | {100 * mpi / seconds:.0f} % | "
+    f.write(f"{name}\t{ms}\t{to_target}\n")
+print(f"| {round_} | {name} | {ms:.2f} | {to_target or '-'} | {100 * mpi / seconds:.0f} % | "
       + " / ".join(f"{float(r['val_accuracy']):.3f}" for r in rows) + f" | {choice} |")
 PY
   done
@@ -84,9 +92,14 @@ done
 echo
 python3 - "$work/ms.txt" <<'PY'
 import statistics, sys
-runs = {}
+runs, to_target = {}, {}
 for line in open(sys.argv[1]):
-    name, ms = line.rstrip("\n").split("\t")
+    name, ms, seconds = line.rstrip("\n").split("\t")
     runs.setdefault(name, []).append(float(ms))
-print("Medians: " + "; ".join(f"{name} {statistics.median(v):.2f} ms/step ({len(v)} runs)" for name, v in runs.items()))
+    to_target.setdefault(name, []).append(float(seconds) if seconds else float("inf"))
+def target(name):  # a run that never reached it counts as the slowest
+    if not any(s < float("inf") for s in to_target[name]):
+        return ""
+    return f", {statistics.median(to_target[name]):.2f} s to the target"
+print("Medians: " + "; ".join(f"{name} {statistics.median(v):.2f} ms/step{target(name)} ({len(v)} runs)" for name, v in runs.items()))
 PY
