@@ -60,14 +60,15 @@ class Comm {
 // at 100 Mbit/s took 0.60 ms a step against the ring's 0.66 (bench/RESULTS.md, sixteenth
 // pass). Open MPI falls back to the ring for fewer values than the largest power of two up to
 // the ranks' count. Rounds go this way unless the user chose otherwise (`mpirun --mca
-// coll_libnbc_iallreduce_algorithm` sets the variable this leaves alone).
+// coll_libnbc_iallreduce_algorithm` sets the variable this leaves alone) or --sync auto finds
+// the binomial tree as fast (set_allreduce_algorithm).
 void prefer_rabenseifner_allreduce();
 
 // The nonblocking allreduce's algorithms that rounds may travel by. Rabenseifner's moves the
 // fewest bytes a rank, all ranks at once: the best where every host has a link of its own. The
-// binomial tree (reduce to rank 0, then broadcast) moves as many bytes in all, but in 6 messages
-// instead of 16 on four ranks, 2 at a time: where all hosts share one medium (a WLAN cell),
-// which carries every byte in turn anyway, it is the faster.
+// binomial tree (reduce to rank 0, then broadcast) moves as many bytes in all, but in 6
+// messages instead of 16 on four ranks, at most 2 at a time: where all hosts share one medium
+// (a WLAN cell), which carries every byte in turn anyway, it is the faster.
 enum class AllreduceAlgorithm { rabenseifner, binomial };
 const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
 // The algorithm of the nonblocking allreduces from now on (Open MPI's
