@@ -124,16 +124,17 @@ double time_probe(Comm& comm) {
 // tie in a WLAN cell (67 and 68 ms for mlp's round), but beside training, where each phase waits
 // for every rank it involves, the binomial tree's fewer messages took 4 emulated hosts in the
 // cell to the target 5 % (mlp) and 15 % (cnn) sooner; where it tied on links of their own it
-// trained as fast (bench/RESULTS.md, twenty-first pass). The choice stays set; for the banner,
-// what was timed.
+// trained as fast (bench/RESULTS.md, twenty-first pass). The choice stays set, and goes into
+// `choice` with what was timed.
 constexpr double kBinomialLeeway = 1.1;
-std::string choose_round_allreduce(Comm& comm, const SyncOptions& opts, int64_t n, const std::vector<WireMatrix>& matrices) {
+void choose_round_allreduce(Comm& comm, SyncChoice& choice, int64_t n, const std::vector<WireMatrix>& matrices) {
+  const SyncOptions& opts = choice.opts;
   const AllreduceAlgorithm algorithms[2] = {AllreduceAlgorithm::rabenseifner, AllreduceAlgorithm::binomial};
   const auto wire = make_wire_average(opts.wire, comm, n, WireOptions{opts.error_feedback, opts.powersgd_rank, matrices});
   const std::vector<float> zeros(size_t(n), 0.0f);
   double seconds[2];
   for (int a = 0; a < 2; ++a) {
-    if (!set_allreduce_algorithm(algorithms[a])) return "";
+    if (!set_allreduce_algorithm(algorithms[a])) return;
     seconds[a] = median_seconds(5, [&] {
       wire->start(zeros.data(), 0, n);
       wire->finish();
@@ -142,8 +143,9 @@ std::string choose_round_allreduce(Comm& comm, const SyncOptions& opts, int64_t 
   MPI_Allreduce(MPI_IN_PLACE, seconds, 2, MPI_DOUBLE, MPI_MAX, comm.raw());
   const int best = seconds[1] <= kBinomialLeeway * seconds[0] ? 1 : 0;
   set_allreduce_algorithm(algorithms[best]);
-  return std::string("; rounds by ") + allreduce_algorithm_name(algorithms[best]) + " allreduce (" + ms(seconds[best]) +
-         " a round, by " + allreduce_algorithm_name(algorithms[1 - best]) + " " + ms(seconds[1 - best]) + ")";
+  choice.allreduce = best ? "binomial" : "rabenseifner";
+  choice.why += std::string("; rounds by ") + allreduce_algorithm_name(algorithms[best]) + " allreduce (" + ms(seconds[best]) +
+                " a round, by " + allreduce_algorithm_name(algorithms[1 - best]) + " " + ms(seconds[1 - best]) + ")";
 }
 
 }  // namespace
@@ -170,7 +172,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   const Candidate pick = it != candidates.end() ? *it : candidates.back();
   int64_t bytes = 0, fp32_bytes = 0;
   const double t = round(pick, &bytes), fp32 = round(candidates.front(), &fp32_bytes);
-  SyncChoice choice{given, ""};
+  SyncChoice choice{given, "", ""};
   choice.opts.sync_every = pick.every;
   choice.opts.wire = pick.wire;
   choice.opts.error_feedback = pick.wire != WireType::fp32;
@@ -207,7 +209,7 @@ SyncChoice auto_sync(Comm& comm, const SyncOptions& given, double step_seconds, 
   MPI_Allreduce(MPI_IN_PLACE, slowest, 3, MPI_DOUBLE, MPI_MAX, comm.raw());
   LinkTiming link{slowest[0], std::max(slowest[1] - slowest[0], 0.0) / double(kProbeBytes)};
   SyncChoice choice = choose_sync(given, slowest[2], link, n_params, matrices);
-  if (choice.opts.sync_every > 1) choice.why += choose_round_allreduce(comm, choice.opts, n_params, matrices);
+  if (choice.opts.sync_every > 1) choose_round_allreduce(comm, choice, n_params, matrices);
   return choice;
 }
 

@@ -209,7 +209,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   comm.connect_all();
   const SyncChoice sync_choice = o.sync_auto && ranks > 1
       ? auto_sync(comm, o.sync, time_step(threaded, run.train.data, o.batch_size, o), model.num_params(), matrices)
-      : SyncChoice{o.sync, ""};
+      : SyncChoice{o.sync, "", ""};
   auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), sync_choice.opts, matrices);
   BatchLoader loader(run.train.data, o.batch_size);
   const std::string checkpoint = o.checkpoint.empty() ? "pitrain-stopped.h5" : o.checkpoint;

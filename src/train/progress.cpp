@@ -150,6 +150,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"outer_lr", std::stod(fmt("%.6g", run_.sync.opts.outer_lr))},
       {"outer_momentum", std::stod(fmt("%.6g", run_.sync.opts.outer_momentum))},
       {"sync_reason", run_.sync.why},
+      {"allreduce", run_.sync.allreduce},
   };
   out_ << j.dump() << "\n";
 }
