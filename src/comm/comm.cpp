@@ -119,12 +119,13 @@ int Comm::first_failed(bool ok) {
 namespace {
 constexpr const char* kIallreduceVariable = "coll_libnbc_iallreduce_algorithm";
 bool user_chose_iallreduce = false;
+int libnbc_number(AllreduceAlgorithm algorithm) { return algorithm == AllreduceAlgorithm::binomial ? 2 : 3; }
 }  // namespace
 
 void prefer_rabenseifner_allreduce() {
   const std::string env = std::string("OMPI_MCA_") + kIallreduceVariable;
   user_chose_iallreduce = std::getenv(env.c_str()) != nullptr;
-  setenv(env.c_str(), "3", 0);
+  setenv(env.c_str(), std::to_string(libnbc_number(AllreduceAlgorithm::rabenseifner)).c_str(), 0);
 }
 
 const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
@@ -133,7 +134,7 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
 
 bool set_allreduce_algorithm(AllreduceAlgorithm algorithm) {
   if (user_chose_iallreduce) return false;
-  int provided, index, count, value = algorithm == AllreduceAlgorithm::binomial ? 2 : 3;  // libnbc's numbers
+  int provided, index, count, value = libnbc_number(algorithm);
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return false;
   MPI_T_cvar_handle handle;
   bool set = MPI_T_cvar_get_index(kIallreduceVariable, &index) == MPI_SUCCESS &&
