@@ -90,16 +90,16 @@ j = json.loads(sys.stdin.read())
 assert 0 <= j["bytes_per_step"] - 201988 * 2 <= 8, j  # + the 8-byte stop vote
 ' || fail "train --grad-dtype fp16 --overlap"
 
-# PowerSGD: the 784x256 kernel as rank-8 factors (784 x 8, then 256 x 8), the rest as it is
-# (its bias; the 256x4 kernel, which would not shrink, and its bias), all in int8 blocks of 256
-# values and a float scale, each part from a block of its own: two allreduces a step, plus the
-# stop vote.
+# PowerSGD: the 784x256 kernel as rank-16 factors (784 x 16, then 256 x 16, each column in
+# whole blocks of 64: 13 and 4), the rest as it is (its bias, the 256x4 kernel, which would not
+# shrink, and its bias: 1,284 values), all in int4 blocks of 64 values and a float scale: two
+# allreduces a step, plus the stop vote.
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 8 --threads 1 --json \
   --grad-dtype powersgd | tail -n 1 | python3 -c '
 import json, sys
 j = json.loads(sys.stdin.read())
-blocks = lambda n: -(-n // 256) * 260
-assert 0 <= j["bytes_per_step"] - blocks(784 * 8) - blocks(256) - blocks(256 * 4 + 4) - blocks(256 * 8) <= 8, j
+blocks = lambda n: -(-n // 64) * 36
+assert 0 <= j["bytes_per_step"] - blocks(16 * 13 * 64 + 1284) - blocks(16 * 4 * 64) <= 8, j
 assert j["allreduces_per_step"] == 3, j
 ' || fail "train --grad-dtype powersgd"
 # --sync auto says what it measured and chose, in the banner and in the JSON (4 ranks sharing a

@@ -22,7 +22,7 @@ struct SyncOptions {
   int64_t sync_warmup = 0;   // steps of per-step gradient averaging before local SGD starts
   WireType wire = WireType::fp32;
   bool error_feedback = false;  // carry what 16-bit rounding drops into the next step
-  int powersgd_rank = 8;
+  int powersgd_rank = 16;
   // Local SGD's outer optimizer (DiLoCo): the anchor moves by outer_lr x (the mean change plus
   // Nesterov momentum of the past rounds' means). 1 and 0: the plain mean.
   float outer_lr = 1.0f, outer_momentum = 0.0f;

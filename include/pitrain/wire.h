@@ -80,18 +80,18 @@ class WireAverage {
   std::vector<MPI_Request> requests_;
 };
 
-// A sum over the ranks of up to max_count floats in int8 blocks, as the int8 format sends them:
+// A sum over the ranks of up to max_count floats in int4 blocks, as the int4 format sends them:
 // for a format built on it (PowerSGD's factors).
 class BlockSum {
  public:
-  static constexpr int64_t kBlockValues = 256;  // values[256 k, 256 (k + 1)) share a scale
   virtual ~BlockSum() = default;
   // Rounds values[0, count) into blocks (dropped[0, count), if given: what rounding took from
   // each) and starts their sum.
   virtual MPI_Request start(Comm& comm, const float* values, int64_t count, float* dropped) = 0;
   virtual void read(float* sums, int64_t count) const = 0;  // once the request completed
 };
-std::unique_ptr<BlockSum> make_int8_sum(int64_t max_count);
+constexpr int64_t kInt4BlockValues = 64;  // values[64 k, 64 (k + 1)) share a scale
+std::unique_ptr<BlockSum> make_int4_sum(int64_t max_count);
 
 std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, const WireOptions& opts);
 // Bytes a rank hands to the allreduces of one average of all n values.

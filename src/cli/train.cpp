@@ -83,7 +83,7 @@ int train(int argc, char** argv, Comm& comm) {
     ("grad-dtype", "Gradients, or local SGD's parameter changes, on the wire: fp32, fp16, bf16, int8, int4, or powersgd (low-rank kernels)",
      cxxopts::value<std::string>()->default_value("fp32"))
     ("error-feedback", "Carry what 16-, 8- or 4-bit rounding drops into the next step (powersgd always does)", cxxopts::value(o.sync.error_feedback))
-    ("powersgd-rank", "Rank of --grad-dtype powersgd's factors", cxxopts::value(o.sync.powersgd_rank)->default_value("8"))
+    ("powersgd-rank", "Rank of --grad-dtype powersgd's factors", cxxopts::value(o.sync.powersgd_rank)->default_value("16"))
     ("outer-lr", "Local SGD's outer learning rate on the averaged change (DiLoCo: 0.7)", cxxopts::value(o.sync.outer_lr)->default_value("1"))
     ("outer-momentum", "Local SGD's outer Nesterov momentum (DiLoCo: 0.9)", cxxopts::value(o.sync.outer_momentum)->default_value("0"))
     ("overlap", "Communicate while computing: gradient buckets during backward; with --sync-every, each average during the next K steps", cxxopts::value(o.sync.overlap))

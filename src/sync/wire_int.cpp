@@ -3,7 +3,7 @@
 // block of small values keeps its precision next to a block of large ones. The reduction widens
 // both blocks, adds, and picks a new scale for the sum; with error feedback, what a rank's
 // rounding dropped is added to its next values (what the reduction's own rounding drops is not:
-// int4's blocks are 64 values, not 256, to keep that small). The same int8 sum carries
+// int4's blocks are 64 values, not 256, to keep that small). The same int4 sum carries
 // PowerSGD's factors (BlockSum).
 #include <algorithm>
 #include <cmath>
@@ -36,8 +36,8 @@ struct Block {
     }
   }
 };
-using Block8 = Block<8, BlockSum::kBlockValues>;
-using Block4 = Block<4, 64>;
+using Block8 = Block<8, 256>;
+using Block4 = Block<4, kInt4BlockValues>;
 
 // values[0, count) -> block, rounded to nearest; the rest of the block is zero.
 template <class B>
@@ -172,6 +172,6 @@ std::unique_ptr<WireAverage> make_int4_average(Comm& comm, int64_t n, const Wire
 int64_t int8_wire_bytes(int64_t n) { return blocks_wire_bytes<Block8>(n); }
 int64_t int4_wire_bytes(int64_t n) { return blocks_wire_bytes<Block4>(n); }
 
-std::unique_ptr<BlockSum> make_int8_sum(int64_t max_count) { return std::make_unique<BlockSumOf<Block8>>(max_count); }
+std::unique_ptr<BlockSum> make_int4_sum(int64_t max_count) { return std::make_unique<BlockSumOf<Block4>>(max_count); }
 
 }  // namespace pitrain

@@ -5,12 +5,13 @@
 // leaves out stays in this rank's residual and goes with the next round: error feedback is
 // always on, since without it a low-rank approximation would lose the rest for good. Weights
 // too small to gain (biases, a kernel whose factors are not under half its size) go as they are
-// beside P. Everything travels in int8 blocks (BlockSum: a scale each 256 values), a quarter of
-// fp32's bytes: the factors' rounding is small beside what the low rank leaves out, and error
-// feedback carries both. For mlp on 4 ranks, rank 8 in int8 (the bytes of rank 4 in bf16)
-// needed fewer rounds to 0.78 than rank 4 in bf16 and ended as accurate; rank 4 in int8 ended
-// half a point lower (bench/RESULTS.md, thirteenth pass). Two allreduces a round, whatever the
-// model's depth.
+// beside P. Everything travels in int4 blocks (BlockSum: a scale each 64 values), each factor
+// column from blocks of its own, so that the weak directions keep their own scale: at about the
+// bytes of rank 8 in int8 (mlp: 12 against 13 KB), rank 16 in int4 needed 18-20 epochs to 0.78
+// on 4 ranks with rounds every 128 steps against 22-24, 9-11 against 9-12 every 16 (rank 16 in
+// int8: 18-20 every 128; bench/RESULTS.md, twenty-second pass). Before the columns had blocks
+// of their own, int4 factors lost 4 epochs to int8 (thirteenth pass). Two allreduces a round,
+// whatever the model's depth.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -23,19 +24,20 @@
 namespace pitrain {
 namespace {
 
-// Each factor starts a block of the int8 sum: a scale serves values of one factor only.
-int64_t whole_blocks(int64_t values) { return (values + BlockSum::kBlockValues - 1) / BlockSum::kBlockValues * BlockSum::kBlockValues; }
-
 // Where a round travels: the P factors of the weights compressed at rank r and the rest (the
 // weights between them, in offset order, as ranges), each part from a block of its own, in the
-// first allreduce; the Q factors in the second.
+// first allreduce; the Q factors in the second. A factor travels column by column, each column
+// from a block of its own: a column's values share their scale, and a weak direction (the last
+// columns of P and Q, far smaller than the first) keeps its own levels.
 struct Layout {
   int r;
   std::vector<WireMatrix> matrices;               // the compressed weights
   std::vector<std::pair<int64_t, int64_t>> rest;  // [from, to) ranges sent as they are
   int64_t first = 0, second = 0;                  // values of each allreduce
-  int64_t p_values(const WireMatrix& m) const { return whole_blocks(m.rows * r); }  // P: (rows, r)
-  int64_t q_values(const WireMatrix& m) const { return whole_blocks(m.cols * r); }  // Q: (cols, r)
+  int64_t p_floats = 0, q_floats = 0;             // all factors, (rows, r) and (cols, r) each
+  static int64_t whole_blocks(int64_t values) { return (values + kInt4BlockValues - 1) / kInt4BlockValues * kInt4BlockValues; }
+  int64_t p_values(const WireMatrix& m) const { return r * whole_blocks(m.rows); }  // P's columns on the wire
+  int64_t q_values(const WireMatrix& m) const { return r * whole_blocks(m.cols); }
 };
 
 // A weight is worth compressing when its factors (in whole blocks) are under half of it. mlp's
@@ -43,7 +45,7 @@ struct Layout {
 // 20-22 epochs to 0.78 instead of 17-20 with rounds every 64 steps (bench/RESULTS.md,
 // thirteenth pass).
 Layout layout_of(int64_t n, const WireOptions& opts) {
-  Layout out{opts.low_rank, {}, {}, 0, 0};
+  Layout out{opts.low_rank, {}, {}, 0, 0, 0, 0};
   int64_t at = 0;
   for (const WireMatrix& m : opts.matrices) {  // in offset order
     if (2 * (out.p_values(m) + out.q_values(m)) >= m.rows * m.cols) continue;
@@ -51,10 +53,23 @@ Layout layout_of(int64_t n, const WireOptions& opts) {
     if (m.offset > at) out.rest.push_back({at, m.offset});
     at = m.offset + m.rows * m.cols;
     out.first += out.p_values(m), out.second += out.q_values(m);
+    out.p_floats += m.rows * out.r, out.q_floats += m.cols * out.r;
   }
   if (at < n) out.rest.push_back({at, n});
-  for (const auto& [from, to] : out.rest) out.first += whole_blocks(to - from);
+  for (const auto& [from, to] : out.rest) out.first += out.whole_blocks(to - from);
   return out;
+}
+
+// x (rows, r) row-major <-> r columns on the wire, each `stride` values (the tail zero).
+void to_columns(const float* x, int64_t rows, int r, int64_t stride, float* wire) {
+  for (int j = 0; j < r; ++j) {
+    for (int64_t i = 0; i < rows; ++i) wire[j * stride + i] = x[i * r + j];
+    std::fill(wire + j * stride + rows, wire + (j + 1) * stride, 0.0f);
+  }
+}
+void from_columns(const float* wire, int64_t rows, int r, int64_t stride, float* x) {
+  for (int j = 0; j < r; ++j)
+    for (int64_t i = 0; i < rows; ++i) x[i * r + j] = wire[j * stride + i];
 }
 
 // Orthonormal columns by Gram-Schmidt, twice ("twice is enough": once leaves the columns of a
@@ -77,16 +92,12 @@ void orthonormalise(float* p, int64_t rows, int r) {
 class PowerSgdAverage : public WireAverage {
  public:
   PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts)
-      : WireAverage(comm, n), layout_(layout_of(n, opts)), a_(size_t(n)), first_(size_t(layout_.first)),
-        dropped_(first_.size()), second_(size_t(layout_.second)), sum_first_(make_int8_sum(layout_.first)),
-        sum_second_(make_int8_sum(layout_.second)) {
+      : WireAverage(comm, n), layout_(layout_of(n, opts)), a_(size_t(n)), p_(size_t(layout_.p_floats)),
+        q_(size_t(layout_.q_floats)), first_(size_t(layout_.first)), dropped_(first_.size()),
+        second_(size_t(layout_.second)), sum_first_(make_int4_sum(layout_.first)), sum_second_(make_int4_sum(layout_.second)) {
     residual_.assign(size_t(n), 0.0f);
     // Q starts random, the same on every rank; from then on it is the last round's average.
-    int64_t q_at = 0;
-    for (const WireMatrix& m : layout_.matrices) {
-      for (int64_t i = q_at; i < q_at + m.cols * layout_.r; ++i) second_[size_t(i)] = 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1;
-      q_at += layout_.q_values(m);
-    }
+    for (size_t i = 0; i < q_.size(); ++i) q_[i] = 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1;
   }
   bool whole_vector() const override { return true; }
 
@@ -98,23 +109,25 @@ class PowerSgdAverage : public WireAverage {
     for (int64_t i = 0; i < n_; ++i) a_[size_t(i)] = values[i] + residual_[size_t(i)];
     scale_ = scale;
     const int r = layout_.r;
-    float* p = first_.data();
-    const float* q = second_.data();
+    float* wire = first_.data();
+    float* p = p_.data();
+    const float* q = q_.data();
     for (const WireMatrix& m : layout_.matrices) {
       gemm(false, false, int(m.rows), r, int(m.cols), &a_[size_t(m.offset)], q, p);
       for (int64_t i = 0; i < m.rows * r; ++i) p[i] *= scale;
-      p += layout_.p_values(m), q += layout_.q_values(m);
+      to_columns(p, m.rows, r, layout_.whole_blocks(m.rows), wire);
+      wire += layout_.p_values(m), p += m.rows * r, q += m.cols * r;
     }
-    const int64_t rest_at = p - first_.data();
+    const int64_t rest_at = wire - first_.data();
     for (const auto& [from, to] : layout_.rest) {
-      for (int64_t i = from; i < to; ++i) p[i - from] = a_[size_t(i)] * scale;
-      p += whole_blocks(to - from);
+      for (int64_t i = from; i < to; ++i) wire[i - from] = a_[size_t(i)] * scale;
+      wire += layout_.whole_blocks(to - from);
     }
     const MPI_Request req = sum_first_->start(comm_, first_.data(), int64_t(first_.size()), dropped_.data());
     const float* dropped = &dropped_[size_t(rest_at)];
     for (const auto& [from, to] : layout_.rest) {
       for (int64_t i = from; i < to; ++i) residual_[size_t(i)] = dropped[i - from] / scale;
-      dropped += whole_blocks(to - from);
+      dropped += layout_.whole_blocks(to - from);
     }
     phase_ = 1;
     return req;
@@ -128,13 +141,17 @@ class PowerSgdAverage : public WireAverage {
     }
     sum_first_->read(first_.data(), int64_t(first_.size()));
     const int r = layout_.r;
-    float* p = first_.data();
-    float* q = second_.data();
+    const float* p_wire = first_.data();
+    float* q_wire = second_.data();
+    float* p = p_.data();
+    float* q = q_.data();
     for (const WireMatrix& m : layout_.matrices) {
+      from_columns(p_wire, m.rows, r, layout_.whole_blocks(m.rows), p);
       orthonormalise(p, m.rows, r);
       gemm(true, false, int(m.cols), r, int(m.rows), &a_[size_t(m.offset)], p, q);
       for (int64_t i = 0; i < m.cols * r; ++i) q[i] *= scale_;
-      p += layout_.p_values(m), q += layout_.q_values(m);
+      to_columns(q, m.cols, r, layout_.whole_blocks(m.cols), q_wire);
+      p_wire += layout_.p_values(m), q_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
     }
     phase_ = 2;
     return sum_second_->start(comm_, second_.data(), int64_t(second_.size()), nullptr);
@@ -145,26 +162,30 @@ class PowerSgdAverage : public WireAverage {
   void receive() override {
     sum_second_->read(second_.data(), int64_t(second_.size()));
     const int r = layout_.r;
-    const float* p = first_.data();
-    const float* q = second_.data();
+    const float* q_wire = second_.data();
+    const float* p = p_.data();
+    float* q = q_.data();
     for (const WireMatrix& m : layout_.matrices) {
+      from_columns(q_wire, m.cols, r, layout_.whole_blocks(m.cols), q);
       float* avg = &averages_[size_t(m.offset)];
       gemm(false, true, int(m.rows), int(m.cols), r, p, q, avg);
       for (int64_t i = 0; i < m.rows * m.cols; ++i) residual_[size_t(m.offset + i)] = a_[size_t(m.offset + i)] - avg[i];
-      p += layout_.p_values(m), q += layout_.q_values(m);
+      q_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
     }
+    const float* rest = first_.data();
+    for (const WireMatrix& m : layout_.matrices) rest += layout_.p_values(m);
     for (const auto& [from, to] : layout_.rest) {
-      std::copy(p, p + (to - from), &averages_[size_t(from)]);
-      p += whole_blocks(to - from);
+      std::copy(rest, rest + (to - from), &averages_[size_t(from)]);
+      rest += layout_.whole_blocks(to - from);
     }
   }
 
   Layout layout_;
-  std::vector<float> a_;  // (n) values + residual of the round
-  // P factors, then the rest: this rank's, then (from phase 2 on) the ranks' sum.
-  std::vector<float> first_, dropped_;  // dropped_: what int8 rounding took from first_
-  // Q factors: this rank's, then the sum, which warm-starts the next round.
-  std::vector<float> second_;
+  std::vector<float> a_;      // (n) values + residual of the round
+  std::vector<float> p_, q_;  // the factors, each (rows, r) and (cols, r): P orthonormal; Q the last sum, which warm-starts the next round
+  // On the wire: P's columns, then the rest: this rank's, then (from phase 2 on) the ranks' sum.
+  std::vector<float> first_, dropped_;  // dropped_: what rounding took from first_
+  std::vector<float> second_;           // Q's columns: this rank's, then the sum
   std::unique_ptr<BlockSum> sum_first_, sum_second_;
   float scale_ = 1;
   int phase_ = 0;  // 1: P in flight, 2: Q in flight
@@ -178,7 +199,7 @@ std::unique_ptr<WireAverage> make_powersgd_average(Comm& comm, int64_t n, const 
 
 int64_t powersgd_wire_bytes(int64_t n, const WireOptions& opts) {
   const Layout layout = layout_of(n, opts);
-  return int8_wire_bytes(layout.first) + int8_wire_bytes(layout.second);
+  return int4_wire_bytes(layout.first) + int4_wire_bytes(layout.second);
 }
 
 }  // namespace pitrain
