@@ -41,9 +41,8 @@ struct Layout {
 };
 
 // A weight is worth compressing when its factors (in whole blocks) are under half of it. mlp's
-// 256x15 kernel goes whole at rank 8: at rank 6, the most that would halve it, 4 ranks needed
-// 20-22 epochs to 0.78 instead of 17-20 with rounds every 64 steps (bench/RESULTS.md,
-// thirteenth pass).
+// 256x15 kernel goes whole: compressed at rank 6, 4 ranks needed 20-22 epochs to 0.78 instead
+// of 17-20 with rounds every 64 steps (bench/RESULTS.md, thirteenth pass).
 Layout layout_of(int64_t n, const WireOptions& opts) {
   Layout out{opts.low_rank, {}, {}, 0, 0, 0, 0};
   int64_t at = 0;
