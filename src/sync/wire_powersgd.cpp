@@ -34,9 +34,10 @@ struct Layout {
   std::vector<WireMatrix> matrices;               // the compressed weights
   std::vector<std::pair<int64_t, int64_t>> rest;  // [from, to) ranges sent as they are
   int64_t first = 0, second = 0;                  // values of each allreduce
+  int64_t rest_at = 0;                            // where the rest starts in the first
   int64_t p_floats = 0, q_floats = 0;             // all factors, (rows, r) and (cols, r) each
   static int64_t whole_blocks(int64_t values) { return (values + kInt4BlockValues - 1) / kInt4BlockValues * kInt4BlockValues; }
-  int64_t p_values(const WireMatrix& m) const { return r * whole_blocks(m.rows); }  // P's columns on the wire
+  int64_t p_values(const WireMatrix& m) const { return r * whole_blocks(m.rows); }  // on the wire
   int64_t q_values(const WireMatrix& m) const { return r * whole_blocks(m.cols); }
 };
 
@@ -55,6 +56,7 @@ Layout layout_of(int64_t n, const WireOptions& opts) {
     out.p_floats += m.rows * out.r, out.q_floats += m.cols * out.r;
   }
   if (at < n) out.rest.push_back({at, n});
+  out.rest_at = out.first;
   for (const auto& [from, to] : out.rest) out.first += out.whole_blocks(to - from);
   return out;
 }
@@ -117,13 +119,12 @@ class PowerSgdAverage : public WireAverage {
       to_columns(p, m.rows, r, layout_.whole_blocks(m.rows), wire);
       wire += layout_.p_values(m), p += m.rows * r, q += m.cols * r;
     }
-    const int64_t rest_at = wire - first_.data();
     for (const auto& [from, to] : layout_.rest) {
       for (int64_t i = from; i < to; ++i) wire[i - from] = a_[size_t(i)] * scale;
       wire += layout_.whole_blocks(to - from);
     }
     const MPI_Request req = sum_first_->start(comm_, first_.data(), int64_t(first_.size()), dropped_.data());
-    const float* dropped = &dropped_[size_t(rest_at)];
+    const float* dropped = &dropped_[size_t(layout_.rest_at)];
     for (const auto& [from, to] : layout_.rest) {
       for (int64_t i = from; i < to; ++i) residual_[size_t(i)] = dropped[i - from] / scale;
       dropped += layout_.whole_blocks(to - from);
@@ -171,8 +172,7 @@ class PowerSgdAverage : public WireAverage {
       for (int64_t i = 0; i < m.rows * m.cols; ++i) residual_[size_t(m.offset + i)] = a_[size_t(m.offset + i)] - avg[i];
       q_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
     }
-    const float* rest = first_.data();
-    for (const WireMatrix& m : layout_.matrices) rest += layout_.p_values(m);
+    const float* rest = &first_[size_t(layout_.rest_at)];
     for (const auto& [from, to] : layout_.rest) {
       std::copy(rest, rest + (to - from), &averages_[size_t(from)]);
       rest += layout_.whole_blocks(to - from);
@@ -180,8 +180,10 @@ class PowerSgdAverage : public WireAverage {
   }
 
   Layout layout_;
-  std::vector<float> a_;      // (n) values + residual of the round
-  std::vector<float> p_, q_;  // the factors, each (rows, r) and (cols, r): P orthonormal; Q the last sum, which warm-starts the next round
+  std::vector<float> a_;  // (n) values + residual of the round
+  // The factors, (rows, r) and (cols, r) a weight: P orthonormalised; Q the last round's sum,
+  // which warm-starts the next.
+  std::vector<float> p_, q_;
   // On the wire: P's columns, then the rest: this rank's, then (from phase 2 on) the ranks' sum.
   std::vector<float> first_, dropped_;  // dropped_: what rounding took from first_
   std::vector<float> second_;           // Q's columns: this rank's, then the sum
