@@ -149,6 +149,14 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   CHECK(late.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(late.params != local.params);
 
+  o.sync.inner_lr_scale = 0.5f;  // --sync auto's rare rounds: the ranks' own steps at a share of --lr
+  const auto shorter = fit_agreed();
+  CHECK(shorter.params != late.params);
+  o.sync.inner_lr_scale = 1.0f;
+  o.lr *= 0.5f;
+  CHECK(fit_agreed().params == shorter.params);
+  o.lr *= 2.0f;
+
   o.sync = SyncOptions{};
   o.sync.wire = WireType::fp16;
   o.sync.error_feedback = true;

@@ -117,7 +117,9 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(wlan.opts.sync_every == 18);
   CHECK(wlan.opts.overlap);
   CHECK(wlan.opts.overlap_steps == 9);
-  CHECK(wlan.opts.outer_momentum > 0);
+  CHECK(wlan.opts.outer_lr == 0.35f);
+  CHECK(wlan.opts.outer_momentum == 0.8f);
+  CHECK(wlan.opts.inner_lr_scale == 1.0f);
   CHECK(wlan.why.find("rounds every 18 steps, overlapped and applied 9 steps later, in powersgd rank 16 (12 KB") == 0);
   CHECK_FALSE(wlan.opts.max_sync_every);  // PowerSGD's K stays
   // 60 Mbit/s (the emulated 100 Mbit/s hosts as the probe sees them) and a 0.67 ms step:
@@ -143,6 +145,11 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(cell.opts.wire == WireType::powersgd);
   CHECK(cell.opts.sync_every > 64);
   CHECK(cell.opts.overlap_steps == 0);
+  // Rounds that far apart: the ranks' own steps shorter, the outer step longer.
+  CHECK(cell.opts.inner_lr_scale == 0.7f);
+  CHECK(cell.opts.outer_lr == 0.5f);
+  CHECK(cell.opts.outer_momentum == 0.8f);
+  CHECK(cell.why.find("outer Nesterov 0.5/0.8, inner lr 0.7x against") != std::string::npos);
   const SyncChoice hopeless = choose(0.1, 0.1, 0.001);
   CHECK(hopeless.opts.sync_every == 128);
   CHECK(hopeless.why.find("still too slow a link") != std::string::npos);

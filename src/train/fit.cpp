@@ -202,14 +202,14 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   RunState& state = run.state;
   const int64_t largest_slice = (run.train.total_rows + ranks - 1) / ranks;
   const int64_t spe = o.steps_per_epoch ? o.steps_per_epoch : (largest_slice + o.batch_size - 1) / o.batch_size;
-  const LrSchedule schedule{o.lr, o.lr * lr_scale(o.lr_scaling, ranks),
-                            int64_t(o.warmup_epochs * double(spe))};
   threaded.reserve(o.batch_size);
   const std::vector<WireMatrix> matrices = weight_matrices(model);
   comm.connect_all();
   const SyncChoice sync_choice = o.sync_auto && ranks > 1
       ? auto_sync(comm, o.sync, time_step(threaded, run.train.data, o.batch_size, o), model.num_params(), matrices)
       : SyncChoice{o.sync, "", ""};
+  const float lr = o.lr * sync_choice.opts.inner_lr_scale;
+  const LrSchedule schedule{lr, lr * lr_scale(o.lr_scaling, ranks), int64_t(o.warmup_epochs * double(spe))};
   auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), sync_choice.opts, matrices);
   BatchLoader loader(run.train.data, o.batch_size);
   const std::string checkpoint = o.checkpoint.empty() ? "pitrain-stopped.h5" : o.checkpoint;

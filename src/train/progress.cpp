@@ -149,6 +149,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"overlap_steps", run_.sync.opts.overlap_steps},
       {"outer_lr", std::stod(fmt("%.6g", run_.sync.opts.outer_lr))},
       {"outer_momentum", std::stod(fmt("%.6g", run_.sync.opts.outer_momentum))},
+      {"inner_lr_scale", std::stod(fmt("%.6g", run_.sync.opts.inner_lr_scale))},
       {"sync_reason", run_.sync.why},
       {"allreduce", run_.sync.allreduce},
   };
