@@ -153,9 +153,10 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   const auto shorter = fit_agreed();
   CHECK(shorter.params != late.params);
   o.sync.inner_lr_scale = 1.0f;
-  o.lr *= 0.5f;
+  const float lr = o.lr;
+  o.lr = 0.5f * lr;
   CHECK(fit_agreed().params == shorter.params);
-  o.lr *= 2.0f;
+  o.lr = lr;
 
   o.sync = SyncOptions{};
   o.sync.wire = WireType::fp16;

@@ -145,7 +145,7 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(cell.opts.wire == WireType::powersgd);
   CHECK(cell.opts.sync_every > 64);
   CHECK(cell.opts.overlap_steps == 0);
-  // Rounds that far apart: the ranks' own steps shorter, the outer step longer.
+  // Rounds that far apart: the ranks' own steps shorter, the outer step larger.
   CHECK(cell.opts.inner_lr_scale == 0.7f);
   CHECK(cell.opts.outer_lr == 0.5f);
   CHECK(cell.opts.outer_momentum == 0.8f);

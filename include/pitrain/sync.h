@@ -26,8 +26,9 @@ struct SyncOptions {
   // Local SGD's outer optimizer (DiLoCo): the anchor moves by outer_lr x (the mean change plus
   // Nesterov momentum of the past rounds' means). 1 and 0: the plain mean.
   float outer_lr = 1.0f, outer_momentum = 0.0f;
-  // The ranks' own steps take this share of --lr (--sync auto's rare PowerSGD rounds: with
-  // hundreds of steps between them, shorter steps drift apart less and the outer step makes up).
+  // The ranks' own steps take this share of --lr, the whole run (--sync auto's rare PowerSGD
+  // rounds: with hundreds of steps between them, shorter steps drift apart less and the outer
+  // step makes up).
   float inner_lr_scale = 1.0f;
   // Per-step sync: start each bucket's allreduce as soon as backward has made it. Local SGD:
   // average during the next K steps, and apply the average (plus those steps) one round late.

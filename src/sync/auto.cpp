@@ -42,12 +42,13 @@ constexpr int kMinLowRankEvery = 16, kMaxHalfDelayEvery = 48, kMaxEvery = 128;
 // reached 0.78 sooner than 0.5/0.5 or the plain mean at K = 8, 16 and 128; an outer lr of 1
 // with momentum 0.8 diverged (fourteenth pass).
 constexpr float kRoundOuterLr = 0.35f, kRoundOuterMomentum = 0.8f;
-// Rounds applied at the next round (K > kMaxHalfDelayEvery) leave the ranks apart for 2K steps:
-// their own steps take 0.7 of the lr and the outer step is 0.5/0.8. `mlp`, rank 16, K = 128,
-// 4 ranks: 0.78 in 17 epochs instead of 20, and at the full budget 0.8073 instead of 0.8035
-// (per-step sync 0.8184; medians of 6 seeds); at K = 64 and 96 as soon or sooner and 0.1-0.3
-// points more; at K = 16 it cost 2 epochs (twenty-third pass).
-constexpr float kLongRoundInnerLr = 0.7f, kLongRoundOuterLr = 0.5f;
+// Rounds more than kMaxHalfDelayEvery steps apart (always applied at the next round) leave the
+// ranks apart for 2K steps: there their own steps take 0.7 of the lr and the outer step is
+// 0.5/0.8. `mlp`, rank 16, K = 128, 4 ranks: 0.78 in 17 epochs instead of 20, and at the full
+// budget 0.8073 instead of 0.8035 (per-step sync 0.8184; medians of 6 seeds); at K = 64 and 96
+// as soon or sooner and 0.1-0.35 points more; at K = 25 and 31 even, at K = 16 applied 8 on
+// 2.5 epochs more (twenty-third pass).
+constexpr float kLongRoundInnerLrScale = 0.7f, kLongRoundOuterLr = 0.5f;
 constexpr int64_t kProbeBytes = 64 * 1024;
 
 struct Candidate {
@@ -190,10 +191,12 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   // that of one applied 2 steps on, is what the probe measured, so their K stays too.
   const bool doubles = pick.overlap && !pick.overlap_steps && pick.wire != WireType::powersgd;
   choice.opts.max_sync_every = doubles ? kMaxFullRankEvery : 0;
-  if (pick.wire == WireType::powersgd)
-    choice.opts.outer_lr = kRoundOuterLr, choice.opts.outer_momentum = kRoundOuterMomentum;
-  if (pick.wire == WireType::powersgd && pick.every > kMaxHalfDelayEvery)
-    choice.opts.outer_lr = kLongRoundOuterLr, choice.opts.inner_lr_scale = kLongRoundInnerLr;
+  if (pick.wire == WireType::powersgd) {
+    const bool long_rounds = pick.every > kMaxHalfDelayEvery;
+    choice.opts.outer_lr = long_rounds ? kLongRoundOuterLr : kRoundOuterLr;
+    choice.opts.outer_momentum = kRoundOuterMomentum;
+    choice.opts.inner_lr_scale = long_rounds ? kLongRoundInnerLrScale : 1.0f;
+  }
   const std::string what =
       (pick.every == 1 ? std::string("gradients every step")
                        : "rounds every " + std::to_string(pick.every) + " steps, " +
