@@ -267,9 +267,10 @@ TEST_CASE("PowerSGD over the ranks: the mean (to int4 rounding) when the ranks' 
     // reduction (each factor column has blocks of its own), and the second round also carries
     // what the first one's rounding left out. Measured on 1-4 ranks: the weight off by 0.06-0.12
     // of its norm in the first round, 0.12-0.22 in the second; the rest 0.005 of each value at
-    // most. A wrong factor would be off by about the weight's norm.
+    // most, and 1/128 more where int4's bfloat16 scale rounded up (measured: 0.011). A wrong
+    // factor would be off by about the weight's norm.
     CHECK(std::sqrt(error_weight / norm_weight) < 0.3);
-    CHECK(worst_rest < 0.01);
+    CHECK(worst_rest < 0.015);
     CHECK(same_on_every_rank(got));
   }
 }

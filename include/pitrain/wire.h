@@ -1,5 +1,5 @@
 // Wire formats: how the ranks' float vectors travel when they are averaged (fp32, fp16 and
-// bf16 at half the bytes, int8 and int4 with a scale a block at about a quarter and a seventh,
+// bf16 at half the bytes, int8 and int4 with a scale a block at about a quarter and an eighth,
 // with optional error feedback; PowerSGD sends the 2-D weights as low-rank factors, tens of
 // times smaller). Which vectors are averaged, and when, is the sync strategy's concern
 // (sync.h); a new format is one row in wire.cpp's table and a file.

@@ -1,10 +1,10 @@
-// int8 and int4 on the wire: about a quarter and a seventh of fp32's bytes. Values travel in
-// blocks, each an integer per value and one float scale (max |v| / the largest integer), so a
-// block of small values keeps its precision next to a block of large ones. The reduction widens
-// both blocks, adds, and picks a new scale for the sum; with error feedback, what a rank's
-// rounding dropped is added to its next values (what the reduction's own rounding drops is not:
-// int4's blocks are 64 values, not 256, to keep that small). The same int4 sum carries
-// PowerSGD's factors (BlockSum).
+// int8 and int4 on the wire: about a quarter and an eighth of fp32's bytes. Values travel in
+// blocks, each with one scale (max |v| / the largest level), so a block of small values keeps
+// its precision next to a block of large ones: int8 a byte a value, int4 levels -7..7 in a
+// prefix code. The reduction widens both blocks, adds, and picks a new scale for the sum; with
+// error feedback, what a rank's rounding dropped is added to its next values (what the
+// reduction's own rounding drops is not: int4's blocks are 64 values, not 256, to keep that
+// small). The same int4 sum carries PowerSGD's factors (BlockSum).
 #include <algorithm>
 #include <cmath>
 
@@ -13,61 +13,125 @@
 namespace pitrain {
 namespace {
 
-template <int Bits, int Values>
-struct Block {
-  static constexpr int kValues = Values, kTop = (1 << (Bits - 1)) - 1;  // 127 or 7
+// int8: a byte a value and a float scale, 256 values a block.
+struct Block8 {
+  static constexpr int kValues = 256;
   float scale;
-  uint8_t bits[Values * Bits / 8];  // int4: value 2i in the low nibble of byte i, 2i + 1 in the high
+  int8_t levels[kValues];
 
-  int get(int i) const {
-    if constexpr (Bits == 8) {
-      return int8_t(bits[i]);
-    } else {
-      const uint8_t b = bits[i / 2];
-      return i % 2 ? int8_t(b) >> 4 : int8_t(uint8_t(b << 4)) >> 4;  // arithmetic shifts keep the sign
+  void encode(const float* values, int count) {
+    float top = 0;
+    for (int i = 0; i < count; ++i) top = std::max(top, std::abs(values[i]));
+    scale = top > 0 ? top / 127 : 1.0f;
+    const float inv = 1.0f / scale;
+    for (int i = 0; i < kValues; ++i) levels[i] = int8_t(i < count ? std::lrint(values[i] * inv) : 0);
+  }
+  void decode(float* values) const {
+    for (int i = 0; i < kValues; ++i) values[i] = float(levels[i]) * scale;
+  }
+};
+static_assert(sizeof(Block8) == 4 + 256, "no padding bytes go over the wire");
+
+// int4's scale travels as a bfloat16, rounded up so that the largest value still fits: two
+// bytes where a float took four. Its 8 bits of precision cost the largest value at most 1/128
+// of itself, beside a level's 1/7 (int8's 1/127 would feel it: its scale stays a float).
+uint16_t int4_scale_for(float top) {
+  const float wanted = top > 0 ? top / 7 : 1.0f;
+  uint16_t b = float_to_bf16(wanted);
+  if (bf16_to_float(b) < wanted) ++b;  // the next bfloat16 up (wanted is positive)
+  return b;
+}
+
+// int4: 64 values as levels -7..7 in a prefix code of at most 28 bytes, and the scale: 30 bytes
+// where 4 bits a level and a float took 36. A block's levels are mostly small (mlp's PowerSGD
+// factors: a quarter 0, a quarter +-1; 3.36 bits of entropy a level), so small levels get short
+// codes, 3.4 bits a level on average there:
+//   0: 00   +-1: 01s   +-2, 3: 10ms   +-4..7: 11mms   (in the order sent; s: the sign, m: |v| - 2
+//   or mm: |v| - 4)
+// A block whose code would not fit takes a coarser scale (2^(1/4) at a time) until it does:
+// what that rounding drops goes, as any, to the sender's error feedback. 28 bytes by
+// measurement (mlp, rank 16, rounds every 128 steps, 4 ranks, 6 seeds): 17 epochs to 0.78 as
+// with 32 (and plain int4), 18 with 26, 20 with 24; every 16 and 28 steps, and `cnn`'s int4
+// rounds, as many as plain int4 (bench/RESULTS.md, twenty-fourth pass).
+struct Block4 {
+  static constexpr int kValues = int(kInt4BlockValues);
+  static constexpr int kCodeBytes = 28;
+  static_assert(kCodeBytes * 8 >= 3 * kValues, "every block fits once its levels are 0 and +-1");
+  uint16_t scale;
+  uint8_t code[kCodeBytes];
+
+  // |level| 0..7: its code before the sign (sent least significant bit first) and the length.
+  static constexpr uint8_t kCode[8] = {0b00, 0b10, 0b001, 0b101, 0b0011, 0b0111, 0b1011, 0b1111};
+  static constexpr int kLength[8] = {2, 2, 3, 3, 4, 4, 4, 4};
+  static int code_bits(int level) { return kLength[std::abs(level)] + (level != 0); }
+
+  void encode(const float* values, int count) {
+    float top = 0;
+    for (int i = 0; i < count; ++i) top = std::max(top, std::abs(values[i]));
+    int level[kValues] = {};
+    for (scale = int4_scale_for(top);; scale = int4_scale_for(bf16_to_float(scale) * 7 * 1.1892071f)) {
+      const float inv = 1.0f / bf16_to_float(scale);
+      int bits = 2 * (kValues - count);
+      for (int i = 0; i < count; ++i) bits += code_bits(level[i] = std::clamp(int(std::lrint(values[i] * inv)), -7, 7));
+      if (bits <= 8 * kCodeBytes) break;
+    }
+    std::fill(code, code + kCodeBytes, uint8_t(0));
+    int at = 0;  // bits written
+    auto put = [&](uint32_t v, int n) {
+      for (int k = 0; k < n; ++k, ++at) code[at / 8] |= uint8_t(((v >> k) & 1u) << (at % 8));
+    };
+    for (int v : level) {
+      put(kCode[std::abs(v)], kLength[std::abs(v)]);
+      if (v != 0) put(v < 0, 1);
     }
   }
-  void set(int i, int v) {
-    if constexpr (Bits == 8) {
-      bits[i] = uint8_t(int8_t(v));
-    } else {
-      uint8_t& b = bits[i / 2];
-      b = i % 2 ? uint8_t((b & 0x0f) | ((v & 0x0f) << 4)) : uint8_t((b & 0xf0) | (v & 0x0f));
+  void decode(float* values) const {
+    const float s = bf16_to_float(scale);
+    int at = 0;
+    auto get = [&](int n) {
+      uint32_t v = 0;
+      for (int k = 0; k < n; ++k, ++at) v |= uint32_t((code[at / 8] >> (at % 8)) & 1u) << k;
+      return v;
+    };
+    for (int i = 0; i < kValues; ++i) {
+      const uint32_t head = get(2);
+      int a;
+      if (head == 0b00) a = 0;
+      else if (head == 0b10) a = 1;
+      else if (head == 0b01) a = 2 + int(get(1));
+      else a = 4 + int(get(2));
+      const bool negative = a != 0 && get(1);
+      values[i] = float(negative ? -a : a) * s;
     }
   }
 };
-using Block8 = Block<8, 256>;
-using Block4 = Block<4, kInt4BlockValues>;
-
-// values[0, count) -> block, rounded to nearest; the rest of the block is zero.
-template <class B>
-void quantize(const float* values, int count, B& block) {
-  float top = 0;
-  for (int i = 0; i < count; ++i) top = std::max(top, std::abs(values[i]));
-  block.scale = top > 0 ? top / B::kTop : 1.0f;
-  const float inv = 1.0f / block.scale;
-  for (int i = 0; i < B::kValues; ++i) block.set(i, i < count ? int(std::lrint(values[i] * inv)) : 0);
-}
+static_assert(sizeof(Block4) == 2 + 28, "no padding bytes go over the wire");
 
 // values[0, count) x scale, plus carry[0, count) if given, -> blocks[0, ...); dropped (if given,
 // and it may be carry): what the rounding took from each. Returns the blocks used.
 template <class B>
 int64_t quantize_all(const float* values, float scale, const float* carry, int64_t count, B* blocks, float* dropped) {
-  float want[B::kValues];
+  float want[B::kValues], got[B::kValues];
   int64_t k = 0;
   for (int64_t start = 0; start < count; start += B::kValues, ++k) {
     const int n = int(std::min<int64_t>(B::kValues, count - start));
     for (int i = 0; i < n; ++i) want[i] = values[start + i] * scale + (carry ? carry[start + i] : 0.0f);
-    quantize(want, n, blocks[k]);
-    if (dropped)
-      for (int i = 0; i < n; ++i) dropped[start + i] = want[i] - blocks[k].get(i) * blocks[k].scale;
+    blocks[k].encode(want, n);
+    if (dropped) {
+      blocks[k].decode(got);
+      for (int i = 0; i < n; ++i) dropped[start + i] = want[i] - got[i];
+    }
   }
   return k;
 }
 
 template <class B>
 void dequantize_all(const B* blocks, int64_t count, float* values) {
-  for (int64_t i = 0; i < count; ++i) values[i] = blocks[i / B::kValues].get(int(i % B::kValues)) * blocks[i / B::kValues].scale;
+  float got[B::kValues];
+  for (int64_t start = 0, k = 0; start < count; start += B::kValues, ++k) {
+    blocks[k].decode(got);
+    std::copy(got, got + std::min<int64_t>(B::kValues, count - start), values + start);
+  }
 }
 
 // MPI reduction of blocks: widen, add, quantise again.
@@ -75,10 +139,12 @@ template <class B>
 void sum_blocks(void* in, void* inout, int* len, MPI_Datatype*) {
   const B* a = static_cast<const B*>(in);
   B* b = static_cast<B*>(inout);
-  float sum[B::kValues];
+  float x[B::kValues], y[B::kValues];
   for (int k = 0; k < *len; ++k) {
-    for (int i = 0; i < B::kValues; ++i) sum[i] = a[k].get(i) * a[k].scale + b[k].get(i) * b[k].scale;
-    quantize(sum, B::kValues, b[k]);
+    a[k].decode(x);
+    b[k].decode(y);
+    for (int i = 0; i < B::kValues; ++i) x[i] += y[i];
+    b[k].encode(x, B::kValues);
   }
 }
 
@@ -86,7 +152,6 @@ void sum_blocks(void* in, void* inout, int* len, MPI_Datatype*) {
 template <class B>
 struct BlockOps {
   BlockOps() {
-    static_assert(sizeof(B) == sizeof(float) + sizeof(B::bits), "no padding bytes go over the wire");
     MPI_Type_contiguous(int(sizeof(B)), MPI_BYTE, &type);
     MPI_Type_commit(&type);
     MPI_Op_create(&sum_blocks<B>, 1, &sum);
