@@ -6,6 +6,7 @@
 // reduction's own rounding drops is not: int4's blocks are 64 values, not 256, to keep that
 // small). The same int4 sum carries PowerSGD's factors (BlockSum).
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "pitrain/wire.h"
@@ -19,12 +20,15 @@ struct Block8 {
   float scale;
   int8_t levels[kValues];
 
-  void encode(const float* values, int count) {
+  // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
+  void encode(const float* values, int count, float* decoded) {
     float top = 0;
     for (int i = 0; i < count; ++i) top = std::max(top, std::abs(values[i]));
     scale = top > 0 ? top / 127 : 1.0f;
     const float inv = 1.0f / scale;
     for (int i = 0; i < kValues; ++i) levels[i] = int8_t(i < count ? std::lrint(values[i] * inv) : 0);
+    if (decoded)
+      for (int i = 0; i < count; ++i) decoded[i] = float(levels[i]) * scale;
   }
   void decode(float* values) const {
     for (int i = 0; i < kValues; ++i) values[i] = float(levels[i]) * scale;
@@ -60,48 +64,71 @@ struct Block4 {
   uint16_t scale;
   uint8_t code[kCodeBytes];
 
-  // |level| 0..7: its code before the sign (sent least significant bit first) and the length.
-  static constexpr uint8_t kCode[8] = {0b00, 0b10, 0b001, 0b101, 0b0011, 0b0111, 0b1011, 0b1111};
-  static constexpr int kLength[8] = {2, 2, 3, 3, 4, 4, 4, 4};
-  static int code_bits(int level) { return kLength[std::abs(level)] + (level != 0); }
+  // A level's code, sign included, least significant bit sent first, and its length; by
+  // level + 7.
+  struct Code {
+    uint8_t bits, length;
+  };
+  static constexpr Code kCodes[15] = {
+      {0b11111, 5}, {0b11011, 5}, {0b10111, 5}, {0b10011, 5}, {0b1101, 4}, {0b1001, 4}, {0b110, 3}, {0b00, 2},
+      {0b010, 3},   {0b0001, 4},  {0b0101, 4},  {0b00011, 5}, {0b00111, 5}, {0b01011, 5}, {0b01111, 5}};
+  // The next 10 bits -> the two levels they begin with (two codes of at most 5 bits each) and
+  // their length: decoding takes two levels a step.
+  struct Pair {
+    int8_t first, second;
+    uint8_t length;
+  };
+  static const std::array<Pair, 1024>& pairs_by_bits() {
+    static const std::array<Pair, 1024> table = [] {
+      std::array<Pair, 1024> t{};
+      for (int a = -7; a <= 7; ++a)
+        for (int b = -7; b <= 7; ++b) {
+          const Code ca = kCodes[a + 7], cb = kCodes[b + 7];
+          const int length = ca.length + cb.length, bits = ca.bits | cb.bits << ca.length;
+          for (int rest = 0; rest < 1024 >> length; ++rest) t[size_t(bits | rest << length)] = {int8_t(a), int8_t(b), uint8_t(length)};
+        }
+      return t;
+    }();
+    return table;
+  }
 
-  void encode(const float* values, int count) {
+  // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
+  void encode(const float* values, int count, float* decoded) {
     float top = 0;
     for (int i = 0; i < count; ++i) top = std::max(top, std::abs(values[i]));
     int level[kValues] = {};
     for (scale = int4_scale_for(top);; scale = int4_scale_for(bf16_to_float(scale) * 7 * 1.1892071f)) {
       const float inv = 1.0f / bf16_to_float(scale);
       int bits = 2 * (kValues - count);
-      for (int i = 0; i < count; ++i) bits += code_bits(level[i] = std::clamp(int(std::lrint(values[i] * inv)), -7, 7));
+      for (int i = 0; i < count; ++i) {
+        const float x = values[i] * inv;  // rounded half away from zero, clamped for NaN's sake
+        level[i] = std::clamp(int(x + std::copysign(0.5f, x)), -7, 7);
+        bits += kCodes[level[i] + 7].length;
+      }
       if (bits <= 8 * kCodeBytes) break;
     }
-    std::fill(code, code + kCodeBytes, uint8_t(0));
-    int at = 0;  // bits written
-    auto put = [&](uint32_t v, int n) {
-      for (int k = 0; k < n; ++k, ++at) code[at / 8] |= uint8_t(((v >> k) & 1u) << (at % 8));
-    };
+    if (decoded)
+      for (int i = 0; i < count; ++i) decoded[i] = float(level[i]) * bf16_to_float(scale);
+    uint64_t pending = 0;  // bits not yet in code[]
+    int have = 0, at = 0;
     for (int v : level) {
-      put(kCode[std::abs(v)], kLength[std::abs(v)]);
-      if (v != 0) put(v < 0, 1);
+      pending |= uint64_t(kCodes[v + 7].bits) << have;
+      have += kCodes[v + 7].length;
+      for (; have >= 8; have -= 8, pending >>= 8) code[at++] = uint8_t(pending);
     }
+    for (; at < kCodeBytes; pending >>= 8) code[at++] = uint8_t(pending);
   }
   void decode(float* values) const {
+    const std::array<Pair, 1024>& pairs = pairs_by_bits();
     const float s = bf16_to_float(scale);
-    int at = 0;
-    auto get = [&](int n) {
-      uint32_t v = 0;
-      for (int k = 0; k < n; ++k, ++at) v |= uint32_t((code[at / 8] >> (at % 8)) & 1u) << k;
-      return v;
-    };
-    for (int i = 0; i < kValues; ++i) {
-      const uint32_t head = get(2);
-      int a;
-      if (head == 0b00) a = 0;
-      else if (head == 0b10) a = 1;
-      else if (head == 0b01) a = 2 + int(get(1));
-      else a = 4 + int(get(2));
-      const bool negative = a != 0 && get(1);
-      values[i] = float(negative ? -a : a) * s;
+    uint64_t pending = 0;
+    int have = 0, at = 0;
+    for (int i = 0; i < kValues; i += 2) {
+      for (; have < 10; have += 8) pending |= uint64_t(at < kCodeBytes ? code[at++] : 0) << have;
+      const Pair p = pairs[pending & 1023];
+      values[i] = float(p.first) * s, values[i + 1] = float(p.second) * s;
+      pending >>= p.length;
+      have -= p.length;
     }
   }
 };
@@ -116,11 +143,9 @@ int64_t quantize_all(const float* values, float scale, const float* carry, int64
   for (int64_t start = 0; start < count; start += B::kValues, ++k) {
     const int n = int(std::min<int64_t>(B::kValues, count - start));
     for (int i = 0; i < n; ++i) want[i] = values[start + i] * scale + (carry ? carry[start + i] : 0.0f);
-    blocks[k].encode(want, n);
-    if (dropped) {
-      blocks[k].decode(got);
+    blocks[k].encode(want, n, dropped ? got : nullptr);
+    if (dropped)
       for (int i = 0; i < n; ++i) dropped[start + i] = want[i] - got[i];
-    }
   }
   return k;
 }
@@ -144,7 +169,7 @@ void sum_blocks(void* in, void* inout, int* len, MPI_Datatype*) {
     a[k].decode(x);
     b[k].decode(y);
     for (int i = 0; i < B::kValues; ++i) x[i] += y[i];
-    b[k].encode(x, B::kValues);
+    b[k].encode(x, B::kValues, nullptr);
   }
 }
 
