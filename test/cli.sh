@@ -92,13 +92,13 @@ assert 0 <= j["bytes_per_step"] - 201988 * 2 <= 8, j  # + the 8-byte stop vote
 
 # PowerSGD: the 784x256 kernel as rank-16 factors (784 x 16, then 256 x 16, each column in
 # whole blocks of 64: 13 and 4), the rest as it is (its bias, the 256x4 kernel, which would not
-# shrink, and its bias: 1,284 values), all in int4 blocks of 64 values, 30 bytes each: two
+# shrink, and its bias: 1,284 values), all in int4 blocks of 256 values, 120 bytes each: two
 # allreduces a step, plus the stop vote.
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 8 --threads 1 --json \
   --grad-dtype powersgd | tail -n 1 | python3 -c '
 import json, sys
 j = json.loads(sys.stdin.read())
-blocks = lambda n: -(-n // 64) * 30
+blocks = lambda n: -(-n // 256) * 120
 assert 0 <= j["bytes_per_step"] - blocks(16 * 13 * 64 + 1284) - blocks(16 * 4 * 64) <= 8, j
 assert j["allreduces_per_step"] == 3, j
 ' || fail "train --grad-dtype powersgd"

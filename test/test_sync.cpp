@@ -59,35 +59,42 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
   }
 }
 
-TEST_CASE("int4 on the wire: levels in a prefix code, 30 bytes a block of 64, coarser only where the code would not fit") {
+TEST_CASE("int4 on the wire: levels in a prefix code, 120 bytes a block of 256, coarser only where the code would not fit") {
   Comm comm;  // one rank: the sum is this rank's blocks as they travel
-  CHECK(int4_wire_bytes(64) == 30);
-  CHECK(int4_wire_bytes(65) == 60);
-  const int64_t n = 128;
+  CHECK(int4_wire_bytes(64) == 120);
+  CHECK(int4_wire_bytes(256) == 120);
+  CHECK(int4_wire_bytes(257) == 240);
+  const int64_t n = 512;
   std::vector<float> v(static_cast<size_t>(n), 0.0f), dropped(v.size()), got(v.size());
-  // Block 0: every level -7..7 once at a scale of 0.25 (a bfloat16), the rest 0: 162 bits of
-  // code, which fit in 224, so every value arrives exactly.
+  // Block 0: every level -7..7 once at a scale of 0.25 (a bfloat16), the rest 0: 162 + 3 x 128
+  // bits of code, which fit in 896, so every value arrives exactly.
   for (int i = 0; i < 15; ++i) v[size_t(i)] = 0.25f * float(i - 7);
-  // Block 1: 64 values of one size: level 7 each, 5 bits, 320 in all. The scale grows until the
-  // levels are +-1 (3 bits: 192).
-  for (int64_t i = 64; i < n; ++i) v[size_t(i)] = i % 3 ? 1.0f : -1.0f;
+  // Block 1: 256 values of one size: level 7 each, 5 bits, 1,280 in all. The scale of the 64
+  // whose code is longest grows, the first of equals, until all fit: two 64s at level +-3 (4
+  // bits, a step of 0.87), two at +-1 (3 bits, 0.70).
+  for (int64_t i = 256; i < n; ++i) v[size_t(i)] = i % 3 ? 1.0f : -1.0f;
   auto sum = make_int4_sum(n);
   MPI_Request request = sum->start(comm, v.data(), n, dropped.data());
   comm.wait(request);
   sum->read(got.data(), n);
-  for (int64_t i = 0; i < 64; ++i) {
+  for (int64_t i = 0; i < 256; ++i) {
     INFO(i);
     CHECK(got[size_t(i)] == v[size_t(i)]);
     CHECK(dropped[size_t(i)] == 0.0f);
   }
-  const float step = std::abs(got[64]);
-  CHECK(step > 0.5f);  // 1 rounds to level +-1, not 0
-  CHECK(step < 1.0f);  // and not to +-1 at the finest scale, whose levels would not fit
-  for (int64_t i = 64; i < n; ++i) {
-    INFO(i);
-    CHECK(got[size_t(i)] == std::copysign(step, v[size_t(i)]));
-    CHECK(got[size_t(i)] + dropped[size_t(i)] == Approx(v[size_t(i)]).margin(1e-7));  // for error feedback
+  int ones = 0;
+  for (int64_t start = 256; start < n; start += 64) {
+    const float step = std::abs(got[size_t(start)]);  // this 64's level times its scale
+    CHECK(step > 0.5f);
+    CHECK(step < 1.0f);
+    ones += step < 0.8f;
+    for (int64_t i = start; i < start + 64; ++i) {
+      INFO(i);
+      CHECK(got[size_t(i)] == std::copysign(step, v[size_t(i)]));
+      CHECK(got[size_t(i)] + dropped[size_t(i)] == Approx(v[size_t(i)]).margin(1e-7));  // for error feedback
+    }
   }
+  CHECK(ones == 2);
 }
 
 TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the rest as it is, in int4") {

@@ -46,22 +46,23 @@ uint16_t int4_scale_for(float top) {
   return b;
 }
 
-// int4: 64 values as levels -7..7 in a prefix code of at most 28 bytes, and the scale: 30 bytes
-// where 4 bits a level and a float took 36. A block's levels are mostly small (mlp's PowerSGD
-// factors: a quarter 0, a quarter +-1; 3.36 bits of entropy a level), so small levels get short
-// codes, 3.4 bits a level on average there:
+// int4: 256 values as levels -7..7 in a prefix code of at most 112 bytes, and a bfloat16 scale
+// for each 64: 120 bytes where 4 bits a level and a float a scale took 144. Levels are mostly
+// small (mlp's PowerSGD factors: a quarter 0, a quarter +-1; 3.36 bits of entropy a level), so
+// small levels get short codes, 3.4 bits a level on average there:
 //   0: 00   +-1: 01s   +-2, 3: 10ms   +-4..7: 11mms   (in the order sent; s: the sign, m: |v| - 2
 //   or mm: |v| - 4)
-// A block whose code would not fit takes a coarser scale (2^(1/4) at a time) until it does:
-// what that rounding drops goes, as any, to the sender's error feedback. 28 bytes by
-// measurement (mlp, rank 16, rounds every 128 steps, 4 ranks, 6 seeds): 17 epochs to 0.78 as
-// with 32 (and plain int4), 18 with 26, 20 with 24; every 16 and 28 steps, and `cnn`'s int4
-// rounds, as many as plain int4 (bench/RESULTS.md, twenty-fourth pass).
+// Where the code would not fit, the 64 values whose code is longest take a coarser scale
+// (2^(1/4) at a time), until it does: what that rounding drops goes, as any, to the sender's
+// error feedback. The four scales share one budget so that a block of many large levels
+// borrows from its neighbours: with a budget for each 64 values (28 bytes), 4 ranks of mlp with
+// PowerSGD rounds every 16 steps needed 11 epochs to 0.78 instead of 10 (bench/RESULTS.md,
+// twenty-fourth pass).
 struct Block4 {
-  static constexpr int kValues = int(kInt4BlockValues);
-  static constexpr int kCodeBytes = 28;
+  static constexpr int kScaled = int(kInt4BlockValues), kScales = 4, kValues = kScales * kScaled;
+  static constexpr int kCodeBytes = 112;
   static_assert(kCodeBytes * 8 >= 3 * kValues, "every block fits once its levels are 0 and +-1");
-  uint16_t scale;
+  uint16_t scale[kScales];
   uint8_t code[kCodeBytes];
 
   // A level's code, sign included, least significant bit sent first, and its length; by
@@ -92,23 +93,36 @@ struct Block4 {
     return table;
   }
 
+  // values[0, count) at scale -> level[0, kScaled) (zero from count on); returns their code's bits.
+  static int round_levels(const float* values, int count, uint16_t scale, int* level) {
+    const float inv = 1.0f / bf16_to_float(scale);
+    int bits = 0;
+    for (int i = 0; i < kScaled; ++i) {
+      const float x = i < count ? values[i] * inv : 0.0f;  // rounded half away from zero, clamped for NaN's sake
+      level[i] = std::clamp(int(x + std::copysign(0.5f, x)), -7, 7);
+      bits += kCodes[level[i] + 7].length;
+    }
+    return bits;
+  }
+
   // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
   void encode(const float* values, int count, float* decoded) {
-    float top = 0;
-    for (int i = 0; i < count; ++i) top = std::max(top, std::abs(values[i]));
-    int level[kValues] = {};
-    for (scale = int4_scale_for(top);; scale = int4_scale_for(bf16_to_float(scale) * 7 * 1.1892071f)) {
-      const float inv = 1.0f / bf16_to_float(scale);
-      int bits = 2 * (kValues - count);
-      for (int i = 0; i < count; ++i) {
-        const float x = values[i] * inv;  // rounded half away from zero, clamped for NaN's sake
-        level[i] = std::clamp(int(x + std::copysign(0.5f, x)), -7, 7);
-        bits += kCodes[level[i] + 7].length;
-      }
-      if (bits <= 8 * kCodeBytes) break;
+    int level[kValues], bits[kScales], total = 0;
+    for (int j = 0; j < kScales; ++j) {
+      const int n = std::clamp(count - j * kScaled, 0, kScaled);
+      float top = 0;
+      for (int i = 0; i < n; ++i) top = std::max(top, std::abs(values[j * kScaled + i]));
+      scale[j] = int4_scale_for(top);
+      total += bits[j] = round_levels(values + j * kScaled, n, scale[j], level + j * kScaled);
+    }
+    while (total > 8 * kCodeBytes) {
+      const int j = int(std::max_element(bits, bits + kScales) - bits);
+      scale[j] = int4_scale_for(bf16_to_float(scale[j]) * 7 * 1.1892071f);
+      total -= bits[j];
+      total += bits[j] = round_levels(values + j * kScaled, std::clamp(count - j * kScaled, 0, kScaled), scale[j], level + j * kScaled);
     }
     if (decoded)
-      for (int i = 0; i < count; ++i) decoded[i] = float(level[i]) * bf16_to_float(scale);
+      for (int i = 0; i < count; ++i) decoded[i] = float(level[i]) * bf16_to_float(scale[i / kScaled]);
     uint64_t pending = 0;  // bits not yet in code[]
     int have = 0, at = 0;
     for (int v : level) {
@@ -120,19 +134,19 @@ struct Block4 {
   }
   void decode(float* values) const {
     const std::array<Pair, 1024>& pairs = pairs_by_bits();
-    const float s = bf16_to_float(scale);
     uint64_t pending = 0;
     int have = 0, at = 0;
     for (int i = 0; i < kValues; i += 2) {
       for (; have < 10; have += 8) pending |= uint64_t(at < kCodeBytes ? code[at++] : 0) << have;
       const Pair p = pairs[pending & 1023];
+      const float s = bf16_to_float(scale[i / kScaled]);
       values[i] = float(p.first) * s, values[i + 1] = float(p.second) * s;
       pending >>= p.length;
       have -= p.length;
     }
   }
 };
-static_assert(sizeof(Block4) == 2 + 28, "no padding bytes go over the wire");
+static_assert(sizeof(Block4) == 2 * 4 + 112, "no padding bytes go over the wire");
 
 // values[0, count) x scale, plus carry[0, count) if given, -> blocks[0, ...); dropped (if given,
 // and it may be carry): what the rounding took from each. Returns the blocks used.
