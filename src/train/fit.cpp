@@ -2,6 +2,8 @@
 // the sync strategy decides how the ranks' models meet.
 #include "pitrain/fit.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -135,8 +137,12 @@ class EpochMeter {
 
 // Seconds of a training step on this rank's first batch, without the sync: forward, backward and
 // the optimizer's update (on copies of the weights and a fresh optimizer, which the run does not
-// see), averaged over at least 50 ms after one to warm up (a CPU quota, as on the emulated hosts,
-// lets a short burst run at full speed). What --sync auto weighs the link against.
+// see), after one to warm up. What --sync auto weighs the link against. The median of five
+// windows, each the mean over at least 20 ms (a CPU quota, as on the emulated hosts, lets a
+// short burst run at full speed: two of their 10 ms periods): one window over 50 ms once read
+// 3.9 ms for mlp's 0.3 ms step on an emulated host whose start-up was still busy, and the run
+// chose full-rank rounds that took it 7 s to 0.78 instead of 0.9 (bench/RESULTS.md,
+// twenty-fourth pass).
 double time_step(ThreadedModel& threaded, const Split& train, int batch_size, const TrainOptions& o) {
   Model& model = threaded.model();
   BatchLoader loader(train, batch_size);
@@ -149,11 +155,16 @@ double time_step(ThreadedModel& threaded, const Split& train, int batch_size, co
     opt->step(params.data(), model.grads().data(), model.num_params(), o.lr, nullptr);
   };
   step();
-  const double t0 = now();
-  int reps = 0;
-  do step();
-  while (++reps < 3 || now() - t0 < 0.05);
-  return (now() - t0) / reps;
+  std::array<double, 5> windows;
+  for (double& seconds : windows) {
+    const double t0 = now();
+    int reps = 0;
+    do step(), ++reps;
+    while (now() - t0 < 0.02);
+    seconds = (now() - t0) / reps;
+  }
+  std::nth_element(windows.begin(), windows.begin() + 2, windows.end());
+  return windows[2];
 }
 
 // Evaluates the parameters `common` on the model, whose own parameters are put back after.
