@@ -3,7 +3,7 @@
 // its precision next to a block of large ones: int8 a byte a value, int4 levels -7..7 in a
 // prefix code. The reduction widens both blocks, adds, and picks a new scale for the sum; with
 // error feedback, what a rank's rounding dropped is added to its next values (what the
-// reduction's own rounding drops is not: int4's blocks are 64 values, not 256, to keep that
+// reduction's own rounding drops is not: int4's scales cover 64 values, not 256, to keep that
 // small). The same int4 sum carries PowerSGD's factors (BlockSum).
 #include <algorithm>
 #include <array>
@@ -108,18 +108,20 @@ struct Block4 {
   // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
   void encode(const float* values, int count, float* decoded) {
     int level[kValues], bits[kScales], total = 0;
+    auto round = [&](int j) {  // the j-th 64 values at scale[j]: their levels and code's bits
+      return bits[j] = round_levels(values + j * kScaled, std::clamp(count - j * kScaled, 0, kScaled), scale[j], level + j * kScaled);
+    };
     for (int j = 0; j < kScales; ++j) {
-      const int n = std::clamp(count - j * kScaled, 0, kScaled);
       float top = 0;
-      for (int i = 0; i < n; ++i) top = std::max(top, std::abs(values[j * kScaled + i]));
+      for (int i = j * kScaled; i < std::min(count, (j + 1) * kScaled); ++i) top = std::max(top, std::abs(values[i]));
       scale[j] = int4_scale_for(top);
-      total += bits[j] = round_levels(values + j * kScaled, n, scale[j], level + j * kScaled);
+      total += round(j);
     }
     while (total > 8 * kCodeBytes) {
       const int j = int(std::max_element(bits, bits + kScales) - bits);
       scale[j] = int4_scale_for(bf16_to_float(scale[j]) * 7 * 1.1892071f);
       total -= bits[j];
-      total += bits[j] = round_levels(values + j * kScaled, std::clamp(count - j * kScaled, 0, kScaled), scale[j], level + j * kScaled);
+      total += round(j);
     }
     if (decoded)
       for (int i = 0; i < count; ++i) decoded[i] = float(level[i]) * bf16_to_float(scale[i / kScaled]);
