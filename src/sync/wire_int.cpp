@@ -14,6 +14,12 @@
 namespace pitrain {
 namespace {
 
+float largest_magnitude(const float* values, int count) {
+  float top = 0;
+  for (int i = 0; i < count; ++i) top = std::max(top, std::abs(values[i]));
+  return top;
+}
+
 // int8: a byte a value and a float scale, 256 values a block.
 struct Block8 {
   static constexpr int kValues = 256;
@@ -22,8 +28,7 @@ struct Block8 {
 
   // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
   void encode(const float* values, int count, float* decoded) {
-    float top = 0;
-    for (int i = 0; i < count; ++i) top = std::max(top, std::abs(values[i]));
+    const float top = largest_magnitude(values, count);
     scale = top > 0 ? top / 127 : 1.0f;
     const float inv = 1.0f / scale;
     for (int i = 0; i < kValues; ++i) levels[i] = int8_t(i < count ? std::lrint(values[i] * inv) : 0);
@@ -108,13 +113,12 @@ struct Block4 {
   // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
   void encode(const float* values, int count, float* decoded) {
     int level[kValues], bits[kScales], total = 0;
+    auto filled = [&](int j) { return std::clamp(count - j * kScaled, 0, kScaled); };  // of the j-th 64
     auto round = [&](int j) {  // the j-th 64 values at scale[j]: their levels and code's bits
-      return bits[j] = round_levels(values + j * kScaled, std::clamp(count - j * kScaled, 0, kScaled), scale[j], level + j * kScaled);
+      return bits[j] = round_levels(values + j * kScaled, filled(j), scale[j], level + j * kScaled);
     };
     for (int j = 0; j < kScales; ++j) {
-      float top = 0;
-      for (int i = j * kScaled; i < std::min(count, (j + 1) * kScaled); ++i) top = std::max(top, std::abs(values[i]));
-      scale[j] = int4_scale_for(top);
+      scale[j] = int4_scale_for(largest_magnitude(values + j * kScaled, filled(j)));
       total += round(j);
     }
     while (total > 8 * kCodeBytes) {
