@@ -98,27 +98,40 @@ struct Block4 {
     return table;
   }
 
-  // values[0, count) at scale -> level[0, kScaled) (zero from count on); returns their code's bits.
-  static int round_levels(const float* values, int count, uint16_t scale, int* level) {
+  // A level's code length as kCodes has it, by arithmetic: a loop over levels that adds these
+  // vectorises, one that looks them up does not.
+  static constexpr int code_length(int level) {
+    const int size = level < 0 ? -level : level;
+    return 2 + (size > 0) + (size > 1) + (size > 3);
+  }
+  static constexpr bool code_lengths_agree() {
+    for (int v = -7; v <= 7; ++v)
+      if (kCodes[v + 7].length != code_length(v)) return false;
+    return true;
+  }
+
+  // kScaled values at scale -> level[0, kScaled); returns their code's bits.
+  static int round_levels(const float* values, uint16_t scale, int* level) {
     const float inv = 1.0f / bf16_to_float(scale);
     int bits = 0;
     for (int i = 0; i < kScaled; ++i) {
-      const float x = i < count ? values[i] * inv : 0.0f;  // rounded half away from zero, clamped for NaN's sake
+      const float x = values[i] * inv;  // rounded half away from zero, clamped for NaN's sake
       level[i] = std::clamp(int(x + std::copysign(0.5f, x)), -7, 7);
-      bits += kCodes[level[i] + 7].length;
+      bits += code_length(level[i]);
     }
     return bits;
   }
 
   // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
   void encode(const float* values, int count, float* decoded) {
+    float padded[kValues] = {};  // values, then zeros: every 64 is whole and the loops over it vectorise
+    std::copy(values, values + count, padded);
     int level[kValues], bits[kScales], total = 0;
-    auto filled = [&](int j) { return std::clamp(count - j * kScaled, 0, kScaled); };  // of the j-th 64
     auto round = [&](int j) {  // the j-th 64 values at scale[j]: their levels and code's bits
-      return bits[j] = round_levels(values + j * kScaled, filled(j), scale[j], level + j * kScaled);
+      return bits[j] = round_levels(padded + j * kScaled, scale[j], level + j * kScaled);
     };
     for (int j = 0; j < kScales; ++j) {
-      scale[j] = int4_scale_for(largest_magnitude(values + j * kScaled, filled(j)));
+      scale[j] = int4_scale_for(largest_magnitude(padded + j * kScaled, kScaled));
       total += round(j);
     }
     while (total > 8 * kCodeBytes) {
@@ -127,32 +140,41 @@ struct Block4 {
       total -= bits[j];
       total += round(j);
     }
-    if (decoded)
-      for (int i = 0; i < count; ++i) decoded[i] = float(level[i]) * bf16_to_float(scale[i / kScaled]);
-    uint64_t pending = 0;  // bits not yet in code[]
+    if (decoded) {
+      float step[kScales];
+      for (int j = 0; j < kScales; ++j) step[j] = bf16_to_float(scale[j]);
+      for (int i = 0; i < count; ++i) decoded[i] = float(level[i]) * step[i / kScaled];
+    }
+    uint64_t pending = 0;  // bits not yet in code[], the first sent lowest
     int have = 0, at = 0;
-    for (int v : level) {
+    auto put = [&](int bytes) {
+      for (int b = 0; b < bytes; ++b, pending >>= 8) code[at++] = uint8_t(pending);
+    };
+    for (int v : level) {  // four bytes at a time (at most 112 of code: they fit)
       pending |= uint64_t(kCodes[v + 7].bits) << have;
       have += kCodes[v + 7].length;
-      for (; have >= 8; have -= 8, pending >>= 8) code[at++] = uint8_t(pending);
+      if (have >= 32) put(4), have -= 32;
     }
-    for (; at < kCodeBytes; pending >>= 8) code[at++] = uint8_t(pending);
+    put(kCodeBytes - at);  // the last bits, then zeros
   }
   void decode(float* values) const {
     const std::array<Pair, 1024>& pairs = pairs_by_bits();
     uint64_t pending = 0;
     int have = 0, at = 0;
+    float step = 0;
     for (int i = 0; i < kValues; i += 2) {
-      for (; have < 10; have += 8) pending |= uint64_t(at < kCodeBytes ? code[at++] : 0) << have;
+      if (i % kScaled == 0) step = bf16_to_float(scale[i / kScaled]);
+      if (have < 10)  // four bytes at a time (zeros past the code)
+        for (int b = 0; b < 4; ++b, have += 8) pending |= uint64_t(at < kCodeBytes ? code[at++] : 0) << have;
       const Pair p = pairs[pending & 1023];
-      const float s = bf16_to_float(scale[i / kScaled]);
-      values[i] = float(p.first) * s, values[i + 1] = float(p.second) * s;
+      values[i] = float(p.first) * step, values[i + 1] = float(p.second) * step;
       pending >>= p.length;
       have -= p.length;
     }
   }
 };
 static_assert(sizeof(Block4) == 2 * 4 + 112, "no padding bytes go over the wire");
+static_assert(Block4::code_lengths_agree(), "code_length() gives kCodes' lengths");
 
 // values[0, count) x scale, plus carry[0, count) if given, -> blocks[0, ...); dropped (if given,
 // and it may be carry): what the rounding took from each. Returns the blocks used.
