@@ -90,18 +90,18 @@ std::string kb(int64_t bytes) { return fmt("%.0f KB", double(bytes) / 1e3); }
 std::string ms(double seconds) { return fmt(seconds < 0.01 ? "%.2f ms" : "%.0f ms", seconds * 1e3); }
 
 // Seconds of `reps` calls, after one to warm up (the connections are made already:
-// Comm::connect_all): the one at `rank` in order, from the fastest (reps / 2: the median).
-double ranked_seconds(int reps, int rank, const std::function<void()>& call) {
+// Comm::connect_all): the nth fastest, from 0 (reps / 2: the median).
+double nth_fastest_seconds(int reps, int nth, const std::function<void()>& call) {
   std::vector<double> t;
   for (int i = 0; i <= reps; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     call();
     if (i > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::nth_element(t.begin(), t.begin() + rank, t.end());
-  return t[size_t(rank)];
+  std::nth_element(t.begin(), t.begin() + nth, t.end());
+  return t[size_t(nth)];
 }
-double median_seconds(int reps, const std::function<void()>& call) { return ranked_seconds(reps, reps / 2, call); }
+double median_seconds(int reps, const std::function<void()>& call) { return nth_fastest_seconds(reps, reps / 2, call); }
 
 // The link's fixed cost: a blocking allreduce of one number, the lower quartile of 16. Not the
 // median of 5: what slows a call here is the hosts, not the link (a rank still busy from
@@ -112,7 +112,7 @@ double median_seconds(int reps, const std::function<void()>& call) { return rank
 // (Open MPI's fallback for so few values), each waiting for any host that its CPU quota holds
 // back: 0.3-9.6 ms on the emulated hosts against 0.2-0.3 ms.
 double time_latency(Comm& comm) {
-  return ranked_seconds(16, 4, [&] {
+  return nth_fastest_seconds(16, 4, [&] {
     double one = 1;
     comm.allreduce_sum(&one, 1);
   });
