@@ -5,12 +5,12 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <stdexcept>
 #include <vector>
 
+#include "pitrain/clock.h"
 #include "pitrain/matrix.h"
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
@@ -20,8 +20,6 @@
 using namespace pitrain;
 
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::vector<float> random_floats(size_t n, uint64_t key) {
   std::vector<float> v(n);
@@ -44,9 +42,9 @@ void bench_model(const std::string& spec, int classes, int batch, int threads, i
     adam.step(model.params().data(), model.grads().data(), model.num_params(), 1e-3f, &pool);
   };
   for (int s = 0; s < 5; ++s) step(s);  // warm-up: caches, page faults, thread pools
-  const double t0 = now();
+  const double t0 = seconds_now();
   for (int s = 0; s < steps; ++s) step(s);
-  const double seconds = now() - t0;
+  const double seconds = seconds_now() - t0;
   const double images = double(batch) * steps / seconds;
   // GFLOP/s as a direct convolution counts them (Winograd does fewer multiplications).
   std::printf("{\"images_per_second\": %.1f, \"ms_per_step\": %.3f, \"gflops\": %.2f}\n", images,
@@ -60,9 +58,9 @@ void bench_sgemm(int m, int k, int n, int reps) {
   run();
   std::vector<double> times;
   for (int r = 0; r < reps; ++r) {
-    const double t0 = now();
+    const double t0 = seconds_now();
     run();
-    times.push_back(now() - t0);
+    times.push_back(seconds_now() - t0);
   }
   std::sort(times.begin(), times.end());
   std::printf("{\"sgemm_gflops\": %.2f}\n", 2.0 * m * k * n / times[times.size() / 2] / 1e9);

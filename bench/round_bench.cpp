@@ -8,12 +8,12 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <sstream>
 #include <vector>
 
+#include "pitrain/clock.h"
 #include "pitrain/model.h"
 #include "pitrain/rng.h"
 #include "pitrain/sync.h"
@@ -21,8 +21,6 @@
 using namespace pitrain;
 
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double ms_a_round(WireType wire, int64_t n, const WireOptions& opts, int rounds, int reps) {
   Comm comm(MPI_COMM_WORLD);
@@ -40,12 +38,11 @@ double ms_a_round(WireType wire, int64_t n, const WireOptions& opts, int rounds,
   round();
   std::vector<double> ms;
   for (int r = 0; r < rounds; ++r) {
-    const double t0 = now();
+    const double t0 = seconds_now();
     for (int i = 0; i < reps; ++i) round();
-    ms.push_back((now() - t0) / reps * 1e3);
+    ms.push_back((seconds_now() - t0) / reps * 1e3);
   }
-  std::nth_element(ms.begin(), ms.begin() + rounds / 2, ms.end());
-  return ms[size_t(rounds / 2)];
+  return nth_smallest(ms, ms.size() / 2);
 }
 
 }  // namespace

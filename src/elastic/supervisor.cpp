@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "pitrain/checkpoint.h"
+#include "pitrain/clock.h"
 #include "pitrain/elastic.h"
 #include "pitrain/error.h"
 
@@ -22,8 +23,6 @@ namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
 extern "C" void on_signal(int sig) { g_signal = sig; }
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void say(const std::string& line) { std::cerr << "pitrain elastic: " << line << std::endl; }
 
@@ -160,7 +159,7 @@ class Supervisor {
         say("taking back " + names(difference(active_, before)) + " (answers again); " + std::to_string(lost_steps) +
             " steps lost; resuming on " + std::to_string(ranks_of(active_)) + " ranks");
       } else {
-        failed_at_ = r.reached >= 0 ? r.last_step_at : now();
+        failed_at_ = r.reached >= 0 ? r.last_step_at : seconds_now();
         active_ = answering();
         const auto gone = difference(before, active_);
         if (r.reached < 0 && !r.stalled && gone.empty()) {
@@ -234,7 +233,7 @@ class Supervisor {
     std::remove((dir_ + "/progress.stop").c_str());
     const pid_t pid = start(command());
     Outcome r;
-    const double started = now();
+    const double started = seconds_now();
     double last_advance = started, next_probe = started + o_.probe_every, stop_sent = 0;
     std::vector<int> answers(hosts_.size(), 0);  // lost hosts' answers in a row
     for (int status = 0;; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
@@ -242,7 +241,7 @@ class Supervisor {
         r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         break;
       }
-      const double t = now();
+      const double t = seconds_now();
       if (const int64_t step = read_progress(dir_ + "/progress"); step > r.reached) {
         if (r.reached < 0 && failed_at_ > 0)
           say("training again on " + std::to_string(ranks_of(active_)) + " ranks at step " + std::to_string(step) + ", " +
@@ -276,7 +275,7 @@ class Supervisor {
           ask_stop();
           stop_sent = t;
         }
-        next_probe = now() + o_.probe_every;
+        next_probe = seconds_now() + o_.probe_every;
       }
     }
     kill(-pid, SIGKILL);  // whatever it left behind in its group

@@ -3,10 +3,10 @@
 // it (the exact data-parallel step), and only as much compression and as rare rounds as needed.
 // The constants were chosen by measurement: bench/RESULTS.md has the runs, in the pass named.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 
+#include "pitrain/clock.h"
 #include "pitrain/sync.h"
 
 namespace pitrain {
@@ -94,12 +94,11 @@ std::string ms(double seconds) { return fmt(seconds < 0.01 ? "%.2f ms" : "%.0f m
 double nth_fastest_seconds(int reps, int nth, const std::function<void()>& call) {
   std::vector<double> t;
   for (int i = 0; i <= reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = seconds_now();
     call();
-    if (i > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (i > 0) t.push_back(seconds_now() - t0);
   }
-  std::nth_element(t.begin(), t.begin() + nth, t.end());
-  return t[size_t(nth)];
+  return nth_smallest(t, size_t(nth));
 }
 double median_seconds(int reps, const std::function<void()>& call) { return nth_fastest_seconds(reps, reps / 2, call); }
 

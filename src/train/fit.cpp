@@ -3,8 +3,6 @@
 #include "pitrain/fit.h"
 
 #include <algorithm>
-#include <array>
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <fstream>
@@ -12,6 +10,7 @@
 
 #include "pitrain/checkpoint.h"
 #include "pitrain/checkpoint_writer.h"
+#include "pitrain/clock.h"
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
 #include "pitrain/guard.h"
@@ -24,8 +23,6 @@
 
 namespace pitrain {
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // What a rank trains: its data, the model, the optimizer and where the run stands.
 struct Run {
@@ -110,11 +107,11 @@ void check_finite(const Model& model, const StepResult& r, int64_t step, int epo
 class EpochMeter {
  public:
   explicit EpochMeter(const Comm& comm)
-      : comm_(comm), t0_(now()), mpi0_(comm.mpi_seconds()), bytes0_(comm.bytes_sent()), calls0_(comm.collectives()) {}
+      : comm_(comm), t0_(seconds_now()), mpi0_(comm.mpi_seconds()), bytes0_(comm.bytes_sent()), calls0_(comm.collectives()) {}
   void add(const LossStats& st, int n) { sums_[0] += st.loss_sum, sums_[1] += double(st.correct), sums_[2] += n; }
   double loss() const { return sums_[0] / sums_[2]; }
   double accuracy() const { return sums_[1] / sums_[2]; }
-  double seconds() const { return now() - t0_; }
+  double seconds() const { return seconds_now() - t0_; }
   double mpi_share() const { return (comm_.mpi_seconds() - mpi0_) / seconds(); }
   EpochResult result(int epoch, int64_t steps, Comm& comm) {
     EpochResult r;
@@ -155,16 +152,15 @@ double time_step(ThreadedModel& threaded, const Split& train, int batch_size, co
     opt->step(params.data(), model.grads().data(), model.num_params(), o.lr, nullptr);
   };
   step();
-  std::array<double, 5> windows;
-  for (double& seconds : windows) {
-    const double t0 = now();
+  std::vector<double> windows;
+  for (int w = 0; w < 5; ++w) {
+    const double t0 = seconds_now();
     int reps = 0;
     do step(), ++reps;
-    while (now() - t0 < 0.02);
-    seconds = (now() - t0) / reps;
+    while (seconds_now() - t0 < 0.02);
+    windows.push_back((seconds_now() - t0) / reps);
   }
-  std::nth_element(windows.begin(), windows.begin() + 2, windows.end());
-  return windows[2];
+  return nth_smallest(windows, windows.size() / 2);
 }
 
 // Evaluates the parameters `common` on the model, whose own parameters are put back after.
@@ -198,7 +194,7 @@ StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& syn
 
 TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   // Set-up: threads, data, model and optimizer, the sync strategy, the report.
-  const double wall0 = now();
+  const double wall0 = seconds_now();
   if (o.expect_ranks > 0 && comm.size() != o.expect_ranks)
     throw UsageError("started as " + std::to_string(comm.size()) + " rank(s), but --expect-ranks " +
                      std::to_string(o.expect_ranks) + ": the launcher did not connect the processes (with srun, "
@@ -228,18 +224,18 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   if (rank == 0) writer.emplace(model, *run.opt, run.train.class_names);
   // All ranks learn that rank 0 has its copy of the state (the file follows in the background,
   // and a failed write is reported at the next save), or, with `wait`, that the file is on disk.
-  double last_save = now();
+  double last_save = seconds_now();
   auto save = [&](const std::string& path, bool wait) {
     run_together(comm, [&] {
       if (rank != 0) return;
       writer->save(path, model, *run.opt, state);
       if (wait) writer->wait();
     });
-    last_save = now();
+    last_save = seconds_now();
   };
   bool clock_asked = false;  // rank 0 has voted kSaveVote and waits for the vote to come back
   auto local_vote = [&](int sig) {
-    if (sig || rank != 0 || !o.checkpoint_seconds || clock_asked || now() - last_save < o.checkpoint_seconds) return sig;
+    if (sig || rank != 0 || !o.checkpoint_seconds || clock_asked || seconds_now() - last_save < o.checkpoint_seconds) return sig;
     clock_asked = true;
     return kSaveVote;
   };
@@ -270,7 +266,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       meter.add(r.stats, b.n);
       ++state.step, state.epoch_step = s + 1;
       report.update(s + 1, meter.loss(), meter.accuracy(), meter.seconds(), meter.mpi_share());
-      progress_file.update(state.step, now());
+      progress_file.update(state.step, seconds_now());
       const int sig = signals.requested() ? signals.requested() : progress_file.stop_requested() ? SIGTERM : 0;
       const int vote = sync->agreed_stop(step, local_vote(sig));
       if (vote > kSaveVote) {  // a signal: every rank stops at this step
@@ -311,7 +307,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   });
 
   // The report.
-  report.finish(state.epoch, state.step, now() - wall0);
+  report.finish(state.epoch, state.step, seconds_now() - wall0);
   result.params = model.params();
   return result;
 }

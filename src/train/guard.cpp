@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "pitrain/clock.h"
+
 namespace pitrain {
 namespace {
 
@@ -21,10 +23,6 @@ extern "C" void on_stop_signal(int sig) {
     std::raise(sig);
   }
   g_signal = sig;
-}
-
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+// Timing: seconds on a steady clock, and the order statistic of a set of timings that the
+// start-up probes (--sync auto) and the benchmarks report.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace pitrain {
+
+inline double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The nth smallest of `values`, from 0 (values.size() / 2: the median).
+inline double nth_smallest(std::vector<double> values, size_t nth) {
+  std::nth_element(values.begin(), values.begin() + std::ptrdiff_t(nth), values.end());
+  return values[nth];
+}
+
+}  // namespace pitrain
