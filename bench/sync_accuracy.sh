@@ -3,17 +3,21 @@
 # host, at the cluster benchmark's budget: cnn at batch 32 a rank (or the magazine's mlp at 8),
 # 4 ranks, 10 x 9,600 images, for several seeds. Training is deterministic for a seed whatever
 # the links, so this runs on one machine (mpirun --oversubscribe); bench/sync_variants.sh
-# measures the times.
-# usage: bench/sync_accuracy.sh [--model cnn|mlp] [--variants FILE] [SEED...]
+# measures the times. With --target, each cell also gives the validation that first reached
+# the target ("-": none), counting validations every --eval-images images (default 9,600; 3,200
+# is bench/cluster.sh's mlp runs, 30 validations).
+# usage: bench/sync_accuracy.sh [--model cnn|mlp] [--variants FILE] [--eval-images N] [--target A] [SEED...]
 #        (default cnn, bench/sync_variants.txt, seeds 0 1 2; about 10 minutes on 2 cores)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
-model=cnn variants=$root/bench/sync_variants.txt
+model=cnn variants=$root/bench/sync_variants.txt eval_images=9600 target=
 while [ $# -gt 0 ]; do
   case $1 in
     --model) model=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
+    --eval-images) eval_images=$2; shift 2 ;;
+    --target) target=$2; shift 2 ;;
     *) break ;;
   esac
 done
@@ -28,16 +32,31 @@ trap 'rm -rf "$work"' EXIT
 prepare_bench_data "$build" "$root" "$work/d.h5"
 [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OPENBLAS_NUM_THREADS=1
-# final NP ARGS...: the last validation accuracy of a 96,000-image run, for each seed.
+# final NP ARGS...: for each seed, the last validation accuracy of a 96,000-image run (and with
+# --target the validation that first reached it); then the medians.
 final() {
-  local np=$1 steps=$((9600 / (batch * $1)))
+  local np=$1 steps=$((eval_images / (batch * $1)))
   shift
   for seed in "${seeds[@]}"; do
+    rm -f "$work/log.csv"
     # shellcheck disable=SC2068
     mpirun -np "$np" --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 "$build/pitrain" train \
-      --data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 --epochs 10 --steps-per-epoch "$steps" \
-      --seed "$seed" --json $@ </dev/null | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])["val_accuracy"])'
-  done | python3 -c 'import sys, statistics as s; v=[float(l) for l in sys.stdin]; print(" | ".join(f"{x:.4f}" for x in v) + f" | {s.median(v):.4f}")'
+      --data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 --epochs $((96000 / eval_images)) \
+      --steps-per-epoch "$steps" --seed "$seed" --log "$work/log.csv" --json $@ </dev/null >/dev/null
+    python3 - "$work/log.csv" "$target" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+hit = next((r["epoch"] for r in rows if sys.argv[2] and float(r["val_accuracy"]) >= float(sys.argv[2])), "-")
+print(rows[-1]["val_accuracy"], hit)
+PY
+  done | python3 -c '
+import sys, statistics as s
+runs = [l.split() for l in sys.stdin]
+acc = [float(a) for a, _ in runs]
+cells = [f"{float(a):.4f}" + (f" ({e})" if sys.argv[1] else "") for a, e in runs]
+hits = [int(e) for _, e in runs if e != "-"]
+median_hit = (f" ({s.median(hits):g})" if len(hits) == len(runs) else " (-)") if sys.argv[1] else ""
+print(" | ".join(cells) + f" | {s.median(acc):.4f}" + median_hit)' "$target"
 }
 echo "| variant | hosts | $(printf 'seed %s | ' "${seeds[@]}")median |"
 echo "|---|---|$(printf -- '---|%.0s' "${seeds[@]}")---|"
