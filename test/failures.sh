@@ -2,8 +2,9 @@
 # Failures while running, on real processes under mpirun: SIGTERM mid-epoch (checkpoint, exit
 # 143, resume equals an uninterrupted run, also with the checkpoint on rank 0's disk only), a
 # stalled rank (watchdog), kill -9 of one rank (the job ends; resume on fewer ranks), kill -9
-# while checkpoints are written (the last one always loads), and NaN (stops, the checkpoint
-# stays as it was). Needs $PITRAIN and h5diff.
+# while checkpoints are written (the last one always loads), a stop after an epoch's last step
+# (the resumed epoch validates alone), and NaN (stops, the checkpoint stays as it was). Needs
+# $PITRAIN and h5diff.
 set -u
 PITRAIN=${PITRAIN:?set PITRAIN to the pitrain binary}
 work=$(mktemp -d /tmp/pitrain-fail-XXXXXX)
@@ -67,6 +68,18 @@ mpi -np 1 --wdir "$work/r0" "$PITRAIN" "${train[@]}" "${more[@]}" --resume ck.h5
   mpi -np 2 "$PITRAIN" "${train[@]}" "${more[@]}" --resume "$work/both.h5" --checkpoint "$work/both.h5" >/dev/null 2>&1 &&
   h5diff -q "$work/r0/ck.h5" "$work/both.h5" /model_weights && [ ! -f "$work/r1/ck.h5" ] &&
   ok "resume with the checkpoint on rank 0's disk only" || { fail "resume with the checkpoint on rank 0 only"; cat "$work/r0.out"; }
+
+# A stop after an epoch's last step (asked for through --progress-file's .stop file, there from
+# the start; one step an epoch, so every step is an epoch's last): the resumed run validates that
+# epoch without training figures, empty in the CSV and absent from its line, never NaN.
+touch "$work/p.stop"
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 4 --steps-per-epoch 1 --progress-file "$work/p" --checkpoint "$work/last.h5" \
+  >/dev/null 2>&1
+rm -f "$work/p.stop"
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 4 --steps-per-epoch 1 --resume "$work/last.h5" --log "$work/last.csv" \
+  >"$work/last.out" 2>&1 && grep -q "^[1-3],,,[0-9.]*,[0-9.]*," "$work/last.csv" && grep -q "^Epoch [1-3]/4  0/1 .* val_accuracy" "$work/last.out" &&
+  ! grep -h "^Epoch\\|^[0-9]" "$work/last.out" "$work/last.csv" | grep -qi "nan\\|inf" && ok "resume after a stop at an epoch's last step: its validation alone" ||
+  { fail "resume after a stop at an epoch's last step"; cat "$work/last.out" "$work/last.csv"; }
 
 "$PITRAIN" "${train[@]}" --epochs 1000 >"$work/int.out" 2>&1 &
 job=$!

@@ -288,3 +288,20 @@ TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of
   CHECK_FALSE(fixed.update(slow));
   CHECK(fixed.every() == 4);
 }
+
+TEST_CASE("int8 and int4: ranges shorter than a block, one after another, are refused before they overflow the blocks") {
+  Comm comm;
+  const int64_t n = 1000;  // room for 8 blocks of 256 values: ten ranges of 100 would need 10
+  const std::vector<float> v(size_t(n), 1.0f);
+  for (WireType wire : {WireType::int8, WireType::int4}) {
+    INFO(wire_type_name(wire));
+    auto average = make_wire_average(wire, comm, n, WireOptions());
+    int started = 0;
+    CHECK_THROWS_WITH(
+        [&] {
+          for (int64_t lo = 0; lo < n; lo += 100, ++started) average->start(v.data(), lo, lo + 100);
+        }(),
+        Catch::Contains("need more blocks"));
+    CHECK(started == 8);
+  }
+}

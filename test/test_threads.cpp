@@ -60,6 +60,7 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   CHECK(c.loss_sum == Approx(a.loss_sum).epsilon(1e-6));
   CHECK(c.correct == a.correct);
   CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);  // a wrong share or mask is off by ~1e-2
+  CHECK(t3.shares(4) == 4);  // never more shares than rows (an evaluation's short last batch)
   CHECK(t3.shares(1) == 1);
   Model mlp("mlp", classes);  // few FLOPs per weight: a small batch stays on one thread
   ThreadedModel mlp3(mlp, pool3);

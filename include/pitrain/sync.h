@@ -21,7 +21,7 @@ struct SyncOptions {
   int sync_every = 1;        // K: 1 averages gradients every step; K > 1 is local SGD
   int64_t sync_warmup = 0;   // steps of per-step gradient averaging before local SGD starts
   WireType wire = WireType::fp32;
-  bool error_feedback = false;  // carry what 16-bit rounding drops into the next step
+  bool error_feedback = false;  // carry what 16-, 8- or 4-bit rounding drops into the next step
   int powersgd_rank = 16;
   // Local SGD's outer optimizer (DiLoCo): the anchor moves by outer_lr x (the mean change plus
   // Nesterov momentum of the past rounds' means). 1 and 0: the plain mean.
@@ -171,5 +171,10 @@ SyncChoice auto_sync(Comm& comm, const SyncOptions& given, double step_seconds, 
 
 // A model's kernels as 2-D weights: (fan-in, units) for dense, (kh * kw * cin, filters) for conv.
 std::vector<WireMatrix> weight_matrices(const Model& model);
+
+// What the wire format needs of the options: error feedback, PowerSGD's rank, the 2-D weights.
+inline WireOptions wire_options(const SyncOptions& opts, const std::vector<WireMatrix>& matrices) {
+  return WireOptions{opts.error_feedback, opts.powersgd_rank, matrices};
+}
 
 }  // namespace pitrain

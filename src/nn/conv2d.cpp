@@ -7,17 +7,19 @@
 #include "pitrain/error.h"
 #include "pitrain/keras.h"
 #include "pitrain/layer_registry.h"
-#include "pitrain/matrix.h"
 
 namespace pitrain {
 namespace {
+
+// Rows (and columns) of zeros before the image: Keras' 'same' centres an odd kernel.
+int padding(int k, bool same) { return same ? (k - 1) / 2 : 0; }
 
 class Conv2D : public Layer {
  public:
   // k x k kernel, stride 1; same = true pads as Keras 'same', else 'valid'.
   Conv2D(const LayerCall& call, int filters, int k, bool same, Activation act)
-      : Layer(call), filters_(filters), k_(k), pad_top_(same ? (k - 1) / 2 : 0), pad_left_(pad_top_), same_(same),
-        act_(act), conv_(make_conv_algorithm(in_, output_shape(), k, pad_top_, pad_left_)) {}
+      : Layer(call), filters_(filters), k_(k), same_(same), act_(act),
+        conv_(make_conv_algorithm(in_, output_shape(), k, padding(k, same), padding(k, same))) {}
   Shape output_shape() const override;
   std::vector<ParamView> params() const override;
   void init_params(uint64_t key) override;
@@ -45,7 +47,9 @@ class Conv2D : public Layer {
     return std::to_string(filters_) + "," + std::to_string(k_) + (same_ ? ",same" : "") + activation_arg(act_);
   }
 
-  int filters_, k_, pad_top_, pad_left_;
+  int64_t kernel_floats() const { return int64_t(k_) * k_ * in_.c * filters_; }  // the bias follows
+
+  int filters_, k_;
   bool same_;
   Activation act_;
   std::unique_ptr<ConvAlgorithm> conv_;
@@ -56,14 +60,13 @@ Shape Conv2D::output_shape() const {
 }
 
 std::vector<ParamView> Conv2D::params() const {
-  const int64_t kernel = int64_t(k_) * k_ * in_.c * filters_;
-  return {{"kernel", {k_, k_, in_.c, filters_}, 0}, {"bias", {filters_}, kernel}};
+  return {{"kernel", {k_, k_, in_.c, filters_}, 0}, {"bias", {filters_}, kernel_floats()}};
 }
 
 void Conv2D::init_params(uint64_t key) {
   const int64_t fan_in = int64_t(k_) * k_ * in_.c, fan_out = int64_t(k_) * k_ * filters_;
-  glorot_uniform(w_, fan_in * filters_, fan_in, fan_out, key);
-  std::fill_n(w_ + fan_in * filters_, filters_, 0.0f);
+  glorot_uniform(w_, kernel_floats(), fan_in, fan_out, key);
+  std::fill_n(w_ + kernel_floats(), filters_, 0.0f);
 }
 
 void Conv2D::reserve(int batch) { conv_->reserve(batch); }
@@ -77,12 +80,12 @@ void Conv2D::forward(const float* x, float* y, int n, const Context& ctx) {
   if (!ctx.prepared) prepare(0, 1);
   conv_->forward(x, w_, prepared_, y, n);
   const Shape o = output_shape();
-  add_bias(y, n * o.h * o.w, filters_, w_ + int64_t(k_) * k_ * in_.c * filters_, act_);
+  add_bias(y, n * o.h * o.w, filters_, w_ + kernel_floats(), act_);
 }
 
 void Conv2D::backward(const float*, const float* y, float* dy, float* dx, int n) {
   const Shape o = output_shape();
-  bias_backward(y, dy, n * o.h * o.w, filters_, dw_ + int64_t(k_) * k_ * in_.c * filters_, act_);
+  bias_backward(y, dy, n * o.h * o.w, filters_, dw_ + kernel_floats(), act_);
   conv_->backward(dy, w_, prepared_, dw_, dx, n);
 }
 

@@ -3,11 +3,11 @@
 // it (the exact data-parallel step), and only as much compression and as rare rounds as needed.
 // The constants were chosen by measurement: bench/RESULTS.md has the runs, in the pass named.
 #include <algorithm>
-#include <cstdio>
 #include <functional>
 
 #include "pitrain/clock.h"
 #include "pitrain/sync.h"
+#include "pitrain/text.h"
 
 namespace pitrain {
 namespace {
@@ -80,14 +80,8 @@ std::vector<Candidate> candidates_by_preference() {
   return c;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string kb(int64_t bytes) { return fmt("%.0f KB", double(bytes) / 1e3); }
-std::string ms(double seconds) { return fmt(seconds < 0.01 ? "%.2f ms" : "%.0f ms", seconds * 1e3); }
+std::string kb(int64_t bytes) { return format_number("%.0f KB", double(bytes) / 1e3); }
+std::string ms(double seconds) { return format_number(seconds < 0.01 ? "%.2f ms" : "%.0f ms", seconds * 1e3); }
 
 // Seconds of `reps` calls, after one to warm up (the connections are made already:
 // Comm::connect_all): the nth fastest, from 0 (reps / 2: the median).
@@ -141,7 +135,7 @@ constexpr double kBinomialLeeway = 1.1;
 void choose_round_allreduce(Comm& comm, SyncChoice& choice, int64_t n, const std::vector<WireMatrix>& matrices) {
   const SyncOptions& opts = choice.opts;
   const AllreduceAlgorithm algorithms[2] = {AllreduceAlgorithm::rabenseifner, AllreduceAlgorithm::binomial};
-  const auto wire = make_wire_average(opts.wire, comm, n, WireOptions{opts.error_feedback, opts.powersgd_rank, matrices});
+  const auto wire = make_wire_average(opts.wire, comm, n, wire_options(opts, matrices));
   const std::vector<float> zeros(size_t(n), 0.0f);
   double seconds[2];
   for (int a = 0; a < 2; ++a) {
@@ -209,12 +203,12 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
                                                         : "blocking")) +
       " in " + wire_type_name(pick.wire) + (pick.wire == WireType::powersgd ? " rank " + std::to_string(given.powersgd_rank) : "") +
       " (" + kb(bytes) + " an average, " + ms(t) + ")" +
-      (choice.opts.outer_momentum > 0 ? ", outer Nesterov " + fmt("%g", choice.opts.outer_lr) + "/" + fmt("%g", choice.opts.outer_momentum) : "") +
-      (choice.opts.inner_lr_scale != 1 ? ", inner lr " + fmt("%g", choice.opts.inner_lr_scale) + "x" : "");
+      (choice.opts.outer_momentum > 0 ? ", outer Nesterov " + format_number("%g", choice.opts.outer_lr) + "/" + format_number("%g", choice.opts.outer_momentum) : "") +
+      (choice.opts.inner_lr_scale != 1 ? ", inner lr " + format_number("%g", choice.opts.inner_lr_scale) + "x" : "");
   const std::string against = pick.every == 1 ? "a " + ms(step_seconds) + " step" : std::to_string(pick.every) + " steps of " + ms(step_seconds);
   choice.why = what + " against " + against + (it == candidates.end() ? ": the most frugal choice, and still too slow a link for this model" : "") +
                (pick.every == 1 && pick.wire == WireType::fp32 ? "" : "; fp32 every step would take " + ms(fp32) + " a step") +
-               " (link: " + ms(link.latency) + " an allreduce, " + fmt("%.1f", 1e-6 / std::max(link.seconds_per_byte, 1e-12)) + " MB/s)" +
+               " (link: " + ms(link.latency) + " an allreduce, " + format_number("%.1f", 1e-6 / std::max(link.seconds_per_byte, 1e-12)) + " MB/s)" +
                (choice.opts.max_sync_every > pick.every ? "; K doubles (up to " + std::to_string(kMaxFullRankEvery) + ") while the rounds keep a rank waiting" : "");
   return choice;
 }

@@ -7,7 +7,7 @@ namespace pitrain {
 
 PerStepSync::PerStepSync(Comm& comm, int64_t n_params, const SyncOptions& opts, const std::vector<WireMatrix>& matrices)
     : SyncStrategy(comm),
-      wire_(make_wire_average(opts.wire, comm, n_params, WireOptions{opts.error_feedback, opts.powersgd_rank, matrices})),
+      wire_(make_wire_average(opts.wire, comm, n_params, wire_options(opts, matrices))),
       bucket_(opts.overlap && !wire_->whole_vector() ? opts.bucket_bytes / int64_t(sizeof(float)) : 0),
       started_down_to_(n_params) {}
 

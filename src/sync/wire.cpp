@@ -44,7 +44,7 @@ const WireFormat kWireFormats[] = {
 const WireFormat& format_of(WireType wire) {
   for (const auto& f : kWireFormats)
     if (f.type == wire) return f;
-  throw Error("unknown wire format");
+  throw Error("wire format " + std::to_string(int(wire)) + " has no row in kWireFormats (wire.cpp)");
 }
 
 }  // namespace

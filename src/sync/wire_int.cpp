@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
 
+#include "pitrain/error.h"
 #include "pitrain/wire.h"
 
 namespace pitrain {
@@ -115,8 +117,10 @@ struct Block4 {
     const float inv = 1.0f / bf16_to_float(scale);
     int bits = 0;
     for (int i = 0; i < kScaled; ++i) {
-      const float x = values[i] * inv;  // rounded half away from zero, clamped for NaN's sake
-      level[i] = std::clamp(int(x + std::copysign(0.5f, x)), -7, 7);
+      // Rounded half away from zero, clamped while still a float: a NaN or inf converted to int
+      // is undefined (std::max(-7.5f, NaN) is -7.5f, a level of -7).
+      const float x = values[i] * inv;
+      level[i] = int(std::min(std::max(-7.5f, x + std::copysign(0.5f, x)), 7.5f));
       bits += code_length(level[i]);
     }
     return bits;
@@ -242,10 +246,13 @@ class AverageBlocks : public WireAverage {
   }
 
  private:
-  // A range takes the next free blocks (each range has at most one partial block, so twice
-  // n / kValues blocks are enough for any bucketing).
+  // A range takes the next free blocks: twice n / kValues are enough where every range but the
+  // last has at least kValues values (PerStepSync's buckets: --bucket-kb >= 1, 256 floats).
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
     const int64_t first = next_block_;
+    if (first + (hi - lo + B::kValues - 1) / B::kValues > int64_t(out_.size()))
+      throw Error("wire: ranges [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of " + std::to_string(n_) +
+                  " values need more blocks than ranges of at least " + std::to_string(B::kValues) + " values would");
     float* residual = residual_.empty() ? nullptr : &residual_[size_t(lo)];  // carried in, and what rounding drops
     next_block_ += quantize_all(values + lo, scale, residual, hi - lo, &out_[size_t(first)], residual);
     ranges_.push_back({lo, hi, first});

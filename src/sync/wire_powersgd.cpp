@@ -13,7 +13,7 @@
 // of their own, int4 factors lost 4 epochs to int8 (thirteenth pass). Two allreduces a round,
 // whatever the model's depth.
 #include <algorithm>
-#include <cmath>
+#include <string>
 #include <utility>
 
 #include "pitrain/error.h"
@@ -106,7 +106,9 @@ class PowerSgdAverage : public WireAverage {
   // Phase 1: P = M Q for every compressed weight, and the rest as it is. The rest's rounding
   // goes to the residual here; P's, like its low rank, through P Q^T in receive().
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
-    if (lo != 0 || hi != n_) throw Error("PowerSGD averages the whole vector at once");
+    if (lo != 0 || hi != n_)
+      throw Error("PowerSGD averages the whole vector at once: got [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                  ") of " + std::to_string(n_));
     for (int64_t i = 0; i < n_; ++i) a_[size_t(i)] = values[i] + residual_[size_t(i)];
     scale_ = scale;
     const int r = layout_.r;

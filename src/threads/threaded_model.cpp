@@ -19,7 +19,7 @@ ThreadedModel::ThreadedModel(Model& model, ThreadPool& pool)
 int ThreadedModel::shares(int n) const {
   const int for_threads = pool_.size() > 1 ? 2 * pool_.size() : 1;
   const int for_cache = int(std::ceil(double(n) * bytes_per_row_ / double(kShareBytes)));
-  const int most = int(double(n) * flops_per_row_per_param_ / kMinFlopsPerParam);
+  const int most = std::min(int(double(n) * flops_per_row_per_param_ / kMinFlopsPerParam), n);  // no empty share
   return std::clamp(std::max(for_threads, for_cache), 1, std::max(most, 1));
 }
 

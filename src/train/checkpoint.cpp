@@ -14,6 +14,7 @@
 #include "pitrain/guard.h"
 #include "pitrain/h5.h"
 #include "pitrain/keras.h"
+#include "pitrain/text.h"
 
 namespace pitrain {
 namespace {
@@ -67,9 +68,7 @@ std::string folder_of(const std::string& path) {
 int64_t count_attr(const h5::File& f, const std::string& name) {
   const double v = f.attr_double(name);
   if (!(v >= 0 && v <= 9007199254740992.0 && std::floor(v) == v)) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", v);
-    throw Error(f.path() + ": attribute " + name + " is " + text +
+    throw Error(f.path() + ": attribute " + name + " is " + format_number("%g", v) +
                 ", not a count (a whole number from 0); the checkpoint is damaged, resume from another");
   }
   return int64_t(v);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
-#include <fstream>
 #include <optional>
 
 #include "pitrain/checkpoint.h"
@@ -14,7 +13,6 @@
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
 #include "pitrain/guard.h"
-#include "pitrain/matrix.h"
 #include "pitrain/memory.h"
 #include "pitrain/paths.h"
 #include "pitrain/threads.h"
@@ -140,9 +138,9 @@ class EpochMeter {
 // 3.9 ms for mlp's 0.3 ms step on an emulated host whose start-up was still busy, and the run
 // chose full-rank rounds that took it 7 s to 0.78 instead of 0.9 (bench/RESULTS.md,
 // twenty-fourth pass).
-double time_step(ThreadedModel& threaded, const Split& train, int batch_size, const TrainOptions& o) {
+double time_step(ThreadedModel& threaded, const Split& train, const TrainOptions& o) {
   Model& model = threaded.model();
-  BatchLoader loader(train, batch_size);
+  BatchLoader loader(train, o.batch_size);
   loader.reset_in_order();
   const Batch b = loader.next();
   std::vector<float> params = model.params();
@@ -213,7 +211,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   const std::vector<WireMatrix> matrices = weight_matrices(model);
   comm.connect_all();
   const SyncChoice sync_choice = o.sync_auto && ranks > 1
-      ? auto_sync(comm, o.sync, time_step(threaded, run.train.data, o.batch_size, o), model.num_params(), matrices)
+      ? auto_sync(comm, o.sync, time_step(threaded, run.train.data, o), model.num_params(), matrices)
       : SyncChoice{o.sync, "", ""};
   const float lr = o.lr * sync_choice.opts.inner_lr_scale;
   const LrSchedule schedule{lr, lr * lr_scale(o.lr_scaling, ranks), int64_t(o.warmup_epochs * double(spe))};

@@ -4,22 +4,16 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "pitrain/matrix.h"
+#include "pitrain/text.h"
 
 namespace pitrain {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 // Open MPI gives every rank a pseudo-terminal whatever mpirun's own output is, so under mpirun
 // ask where the parent's (mpirun's) stdout goes. Remote ranks never draw a live bar.
@@ -32,10 +26,10 @@ bool stdout_is_terminal() {
   return std::strncmp(target, "/dev/pts/", 9) == 0 || std::strncmp(target, "/dev/tty", 8) == 0;
 }
 
-std::string metrics(double loss, double acc) { return " - loss: " + fmt("%.4f", loss) + " - accuracy: " + fmt("%.4f", acc); }
+std::string metrics(double loss, double acc) { return " - loss: " + format_number("%.4f", loss) + " - accuracy: " + format_number("%.4f", acc); }
 
 std::string bytes_text(double b) {
-  return b >= 1e6 ? fmt("%.1fMB", b / 1e6) : b >= 1e3 ? fmt("%.0fKB", b / 1e3) : fmt("%.0fB", b);
+  return b >= 1e6 ? format_number("%.1fMB", b / 1e6) : b >= 1e3 ? format_number("%.0fKB", b / 1e3) : format_number("%.0fB", b);
 }
 
 std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n > 1 ? "s" : ""); }
@@ -80,23 +74,34 @@ void TrainReport::update(int64_t step, double loss, double accuracy, double seco
   if (!live_ || (seconds - last_draw_ < 0.1 && step < steps_)) return;
   last_draw_ = seconds;
   const double eta = seconds / double(step) * double(steps_ - step);
-  out_ << "\r" << bar(step) << " - ETA: " << fmt("%.0fs", eta) << metrics(loss, accuracy)
-       << " - mpi: " << fmt("%.0f%%", 100 * mpi_share) << "\033[K" << std::flush;
+  out_ << "\r" << bar(step) << " - ETA: " << format_number("%.0fs", eta) << metrics(loss, accuracy)
+       << " - mpi: " << format_number("%.0f%%", 100 * mpi_share) << "\033[K" << std::flush;
 }
 
 void TrainReport::end_epoch(const EpochResult& r) {
   last_ = r;
   train_seconds_ += r.seconds, mpi_seconds_ += r.mpi_seconds, bytes_ += r.bytes_sent, collectives_ += r.collectives,
   steps_run_ += r.steps;
-  if (csv_.is_open())
-    csv_ << r.epoch << ',' << r.loss << ',' << r.accuracy << ',' << r.val_loss << ',' << r.val_accuracy << ','
-         << r.seconds << ',' << r.mpi_seconds << ',' << r.steps * opts_.batch_size * run_.ranks << std::endl;
+  // A run stopped after an epoch's last step resumes into that epoch's validation alone: it has
+  // no training figures of its own (empty in the CSV), only the validation's.
+  const bool trained = r.steps > 0;
+  if (csv_.is_open()) {
+    csv_ << r.epoch << ',';
+    if (trained) csv_ << r.loss << ',' << r.accuracy << ',';
+    else csv_ << ",,";
+    csv_ << r.val_loss << ',' << r.val_accuracy << ',' << r.seconds << ',' << r.mpi_seconds << ','
+         << r.steps * opts_.batch_size * run_.ranks << std::endl;
+  }
   if (!progress_) return;
-  const std::string line = bar(r.steps) + " - " + fmt("%.0fs", r.seconds) + " " +
-                           fmt("%.0fms/step", 1e3 * r.seconds / double(r.steps)) + metrics(r.loss, r.accuracy) +
-                           " - val_loss: " + fmt("%.4f", r.val_loss) + " - val_accuracy: " + fmt("%.4f", r.val_accuracy) +
-                           " - mpi: " + fmt("%.0f%%", 100 * r.mpi_seconds / r.seconds) + " " +
-                           bytes_text(double(r.bytes_sent) / double(r.steps)) + "/step" +
+  const std::string training =
+      trained ? " - " + format_number("%.0fs", r.seconds) + " " + format_number("%.0fms/step", 1e3 * r.seconds / double(r.steps)) +
+                    metrics(r.loss, r.accuracy)
+              : "";
+  const std::string traffic = trained ? " - mpi: " + format_number("%.0f%%", 100 * r.mpi_seconds / r.seconds) + " " +
+                                            bytes_text(double(r.bytes_sent) / double(r.steps)) + "/step"
+                                      : "";
+  const std::string line = bar(r.steps) + training + " - val_loss: " + format_number("%.4f", r.val_loss) +
+                           " - val_accuracy: " + format_number("%.4f", r.val_accuracy) + traffic +
                            (r.sync_every > 1 ? " - sync every " + std::to_string(r.sync_every) : "");
   if (live_)
     out_ << "\r" << line << "\033[K\n";
@@ -138,7 +143,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"epochs", last_.epoch},
       {"model", run_.model_spec},
       {"optimizer", opts_.optimizer},
-      {"lr", std::stod(fmt("%.6g", opts_.lr))},  // as given, not float's 0.0010000000474974513
+      {"lr", std::stod(format_number("%.6g", opts_.lr))},  // as given, not float's 0.0010000000474974513
       {"gemm", gemm_backend()},
       {"sync", opts_.sync_auto ? "auto" : "manual"},
       {"sync_every", run_.sync.opts.sync_every},
@@ -147,9 +152,9 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"error_feedback", run_.sync.opts.error_feedback},
       {"overlap", run_.sync.opts.overlap},
       {"overlap_steps", run_.sync.opts.overlap_steps},
-      {"outer_lr", std::stod(fmt("%.6g", run_.sync.opts.outer_lr))},
-      {"outer_momentum", std::stod(fmt("%.6g", run_.sync.opts.outer_momentum))},
-      {"inner_lr_scale", std::stod(fmt("%.6g", run_.sync.opts.inner_lr_scale))},
+      {"outer_lr", std::stod(format_number("%.6g", run_.sync.opts.outer_lr))},
+      {"outer_momentum", std::stod(format_number("%.6g", run_.sync.opts.outer_momentum))},
+      {"inner_lr_scale", std::stod(format_number("%.6g", run_.sync.opts.inner_lr_scale))},
       {"sync_reason", run_.sync.why},
       {"allreduce", run_.sync.allreduce},
   };
