@@ -236,6 +236,26 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
     }
     CHECK(same_on_every_rank(p));
   }
+  // Validation beside a round applied at the next round, K = 8: a round 1 step old (under K/4)
+  // is left in flight and the common model before it validated; one 2 steps old is waited for.
+  if (comm.size() == 1) return;  // one rank: nothing in flight
+  SyncOptions o;
+  o.sync_every = 8;
+  o.overlap = true;
+  std::vector<float> p = start;
+  auto sync = make_sync_strategy(comm, p.data(), n, o);
+  for (int step = 0; step < 10; ++step) {
+    for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
+    sync->after_update(p.data(), step);
+    if (step < 8) continue;
+    const float* common = sync->common_params(p.data(), step);
+    CHECK(same_on_every_rank(std::vector<float>(common, common + n)));
+    for (int64_t i = 0; i < n; ++i) {
+      float want = start[size_t(i)];
+      for (int s = 0; step == 9 && s < 8; ++s) want += mean_update(s, i);
+      CHECK(common[i] == Approx(want));
+    }
+  }
 }
 
 TEST_CASE("PowerSGD over the ranks: the mean (to int4 rounding) when the ranks' weights span at most r dimensions") {

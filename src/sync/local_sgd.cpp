@@ -102,9 +102,13 @@ class LocalSgd : public SyncStrategy {
 
   // An epoch's validation waits at most for the round in flight, never for a round of its own
   // (a `cnn` epoch of 4 emulated hosts in a 20 Mbit/s cell: 0.85 s, with that round 0.98 s).
+  // Where rounds are applied at the next round, one that started under K/4 steps ago would keep
+  // the ranks waiting for most of it: validation then takes the common model before it, and the
+  // round goes on. `mlp` in the WLAN cell (K = 128): 0.82-0.85 s to 0.78 against 0.93-0.99 s,
+  // though a validation later on 4 local ranks (19 against 18; bench/RESULTS.md, twenty-sixth pass).
   const float* common_params(float* params, int64_t step) override {
     if (step < warmup_) return params;
-    finish_round(params, step, false, false);
+    if (!young_round(step)) finish_round(params, step, false, false);
     return anchor_.data();
   }
 
@@ -122,6 +126,10 @@ class LocalSgd : public SyncStrategy {
  private:
   // Rounds follow every K steps from step first_ on (K and first_ change when K doubles).
   bool round_after(int64_t step) const { return step >= first_ && (step + 1 - first_) % pace_.every() == 0; }
+  // A round in flight, to be applied at the next round, that started under K/4 steps before `step`.
+  bool young_round(int64_t step) const {
+    return overlap_steps_ == 0 && round_step_ >= 0 && 4 * (step - round_step_) < pace_.every();
+  }
 
   // Applies the round in flight, if any, and starts one of what was learnt since the anchor.
   // `timed`: measure how long the round in flight kept this rank waiting (round_wait_).
