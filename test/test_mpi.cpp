@@ -197,6 +197,10 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
     for (int r = 0; r < comm.size(); ++r) s += update(r, step, i);
     return s / float(comm.size());
   };
+  auto take_step = [&](std::vector<float>& p, SyncStrategy& sync, int step) {  // this rank's update, then the strategy's
+    for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
+    sync.after_update(p.data(), step);
+  };
   for (const auto& [overlap, overlap_steps] : {std::pair{false, 0}, std::pair{true, 0}, std::pair{true, 1}}) {
     SyncOptions o;
     o.sync_every = 2;
@@ -205,8 +209,7 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
     std::vector<float> p = start;
     auto sync = make_sync_strategy(comm, p.data(), n, o);
     for (int step = 0; step < 4; ++step) {
-      for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
-      sync->after_update(p.data(), step);
+      take_step(p, *sync, step);
       if (step == 1 && !overlap) {  // averaged at once
         for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i)));
       }
@@ -245,8 +248,7 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
   std::vector<float> p = start;
   auto sync = make_sync_strategy(comm, p.data(), n, o);
   for (int step = 0; step < 10; ++step) {
-    for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
-    sync->after_update(p.data(), step);
+    take_step(p, *sync, step);
     if (step < 8) continue;
     const float* common = sync->common_params(p.data(), step);
     CHECK(same_on_every_rank(std::vector<float>(common, common + n)));
