@@ -159,7 +159,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
                        const std::vector<WireMatrix>& matrices) {
   const std::vector<Candidate> candidates = candidates_by_preference();
   auto round = [&](const Candidate& c, int64_t* bytes) {  // seconds an average takes
-    *bytes = wire_bytes(c.wire, n_params, WireOptions{true, given.powersgd_rank, matrices});
+    *bytes = wire_bytes(c.wire, n_params, wire_options(given, matrices));
     return link.allreduce_seconds(*bytes, c.wire == WireType::powersgd ? 2 : 1);
   };
   // Every step, the allreduce waits in full; so does a blocking round, once every K steps; a
