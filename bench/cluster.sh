@@ -104,7 +104,7 @@ run_config() {
   echo "run $run: $trainer $model $profile $n host(s): $epochs x $steps steps of $batch a rank" >&2
   if [ "$trainer" = pitrain ]; then
     local attempt
-    for attempt in 1 2; do
+    for attempt in 1 2 3; do
       rm -f "$work/log.csv"
       # shellcheck disable=SC2086
       # A stalled step ends the run with the ranks that had not arrived named in its log.
@@ -116,7 +116,8 @@ run_config() {
         break
       fi
       # The emulated launcher now and then leaves a host's orted unstarted (bench/RESULTS.md,
-      # seventh pass): a run that never started training is started once more.
+      # seventh pass; twice in a row in the twenty-seventh): a run that never started training
+      # is started again, up to three times, as bench/cluster_ab.sh does.
       echo "  run $run stopped before training started: MPI start-up or data loading ($log)" >&2
     done
   else
