@@ -428,6 +428,33 @@ TEST_CASE("run_together: whatever one rank throws, every rank leaves with a Join
   run_together(comm, [] {});  // nothing thrown: nothing to say
 }
 
+TEST_CASE("error feedback's residual is in the values' units, whatever the ranks: what arrives plus it is what was sent") {
+  Comm comm;  // every rank sends the same values, so the ranks' sum adds equal blocks
+  const int P = comm.size();
+  // Where that sum is exact: int8's at any P; 16-bit sums of thirds round (1/3 is no power of
+  // two), and int4 picks a new scale for a sum (its one-rank case is in test_sync).
+  std::vector<WireType> formats = {WireType::int8};
+  if ((P & (P - 1)) == 0) formats.insert(formats.end(), {WireType::fp16, WireType::bf16});
+  const int64_t n = 1000;
+  WireOptions opts;
+  opts.error_feedback = true;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = 1e-3f * std::sin(float(i));
+  for (WireType wire_type : formats) {
+    INFO(wire_type_name(wire_type));
+    auto wire = make_wire_average(wire_type, comm, n, opts);
+    wire->start(v.data(), 0, n);
+    const std::vector<float>& got = wire->finish();
+    double rounded = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      INFO(i);
+      REQUIRE(got[size_t(i)] + wire->residual()[size_t(i)] == Approx(v[size_t(i)]).margin(1e-9));
+      rounded = std::max(rounded, double(std::abs(got[size_t(i)] - v[size_t(i)])));
+    }
+    CHECK(rounded > 1e-7);  // 16 bits keep ~1e-3 / 256 of these, int8 ~1e-3 / 254
+  }
+}
+
 TEST_CASE("int8 and int4 on the wire: the ranks' mean, to within each block's own scale") {
   Comm comm;
   const int64_t n = 1000;  // blocks of 256 (int8) or 64 (int4): the last one partial, a range ends mid-block

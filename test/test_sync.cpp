@@ -59,6 +59,30 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
   }
 }
 
+TEST_CASE("a NaN or an infinity makes its block NaN on the wire, and the sum says so") {
+  Comm comm;  // one rank
+  const int64_t n = 600;  // blocks [0, 256), [256, 512), [512, 600)
+  WireOptions opts;
+  opts.error_feedback = true;
+  opts.matrices = {{0, 20, 10}};  // PowerSGD: a weight in the first block; its rest rides in int4 blocks
+  const float bad = GENERATE(std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity());
+  for (WireType wire : {WireType::int8, WireType::int4, WireType::powersgd}) {
+    INFO(wire_type_name(wire) << " " << bad);
+    auto average = make_wire_average(wire, comm, n, opts);
+    std::vector<float> v(static_cast<size_t>(n), 0.25f);
+    for (int64_t i = 256; i < 512; ++i) v[size_t(i)] = bad;  // a whole block: int4 once never found a scale for it
+    v[520] = -bad;
+    average->start(v.data(), 0, n);
+    const std::vector<float>& got = average->finish();
+    for (int64_t i = 256; i < n; ++i) {
+      INFO(i);
+      REQUIRE(std::isnan(got[size_t(i)]));
+    }
+    if (wire != WireType::powersgd)  // its factors mix every row of the weight into its rest
+      for (int64_t i = 0; i < 256; ++i) REQUIRE(std::isfinite(got[size_t(i)]));  // the other blocks as ever
+  }
+}
+
 TEST_CASE("int4 on the wire: levels in a prefix code, 120 bytes a block of 256, coarser only where the code would not fit") {
   Comm comm;  // one rank: the sum is this rank's blocks as they travel
   CHECK(int4_wire_bytes(64) == 120);

@@ -80,9 +80,10 @@ class SyncStrategy {
   }
   // Steps between the ranks' meetings now (1: every step).
   virtual int sync_every() const { return 1; }
+  // Whether agreed_stop() after `step` casts a vote (elsewhere it drops the local signal).
+  virtual bool votes_at(int64_t step) const = 0;
 
  protected:
-  virtual bool votes_at(int64_t step) const = 0;
   // Per mille of this rank's last round spent waiting for it to finish, for the vote (then
   // kNotTimed until the next round is timed).
   virtual int take_round_wait() { return kNotTimed; }
@@ -102,8 +103,6 @@ class PerStepSync : public SyncStrategy {
   void after_update(float*, int64_t) override {}
   void agree(float*, int64_t) override {}  // the ranks never differ
   WireAverage& wire() { return *wire_; }
-
- protected:
   bool votes_at(int64_t) const override { return true; }
 
  private:
@@ -155,13 +154,14 @@ struct SyncChoice {
 // The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,
 // then local SGD rounds: int4 every 8 steps, applied 2 steps after they start, or else
 // blocking; overlapped every 8 steps in bf16 or int8; int4 every 16 applied 8 steps on; bf16
-// or int8 every 32; then PowerSGD every 16 to 128), whose communication fits this link:
-// per-step allreduces cost the step at most a fifth, a blocking round at most two fifths of its
-// K steps and itself, an overlapped round takes no longer than the steps it hides behind (K,
-// or the 2 before it is applied), except int4 every 16, whose wait for what outlasts its 8
-// steps may cost as much as a blocking round; else the most frugal. Overlapped bf16 and int8
-// rounds may then double K during the run, up to 32 (max_sync_every). A pure function: every
-// rank that passes the same figures gets the same choice.
+// or int8 every 32; then PowerSGD every 16 to 48 applied K/2 steps on, and every 16 to 128
+// applied at the next round), whose communication fits this link: per-step allreduces cost the
+// step at most a fifth, a blocking round at most two fifths of its K steps and itself, an
+// overlapped round takes no longer than the steps it hides behind (K, or the 2 or K/2 before it
+// is applied), except int4 every 16, whose wait for what outlasts its 8 steps may cost as much
+// as a blocking round; else the most frugal. Overlapped bf16 and int8 rounds may then double K
+// during the run, up to 32 (max_sync_every). A pure function: every rank that passes the same
+// figures gets the same choice.
 SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link, int64_t n_params,
                        const std::vector<WireMatrix>& matrices);
 // Times allreduces of one float and of 64 KB (collective), agrees with the other ranks on the

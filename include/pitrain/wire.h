@@ -46,7 +46,7 @@ struct WireOptions {
 class WireAverage {
  public:
   WireAverage(Comm& comm, int64_t n);
-  virtual ~WireAverage();  // waits for what is still in flight
+  virtual ~WireAverage() = default;
   WireAverage(const WireAverage&) = delete;
   WireAverage& operator=(const WireAverage&) = delete;
 
@@ -57,20 +57,23 @@ class WireAverage {
   const std::vector<float>& finish();
   void progress();  // MPI moves collectives only inside MPI calls
   virtual bool whole_vector() const { return false; }
-  // Error feedback: what rounding dropped from the last values sent, added to the next (empty
-  // when off, or for a lossless format).
+  // Error feedback: what rounding dropped from the last values sent, added to the next, in the
+  // values' units (before the division by P; empty when off, or for a lossless format).
   const std::vector<float>& residual() const { return residual_; }
   // Once the residual's values have reached the other ranks another way (local SGD's last
   // agreement sends them whole).
   void clear_residual() { std::fill(residual_.begin(), residual_.end(), 0.0f); }
 
  protected:
-  // Puts values[lo, hi) x scale (plus the residual) in the send buffer and starts their sum.
+  // Puts (values[lo, hi) plus the residual) x scale in the send buffer and starts their sum.
   virtual MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) = 0;
   virtual void receive() {}  // after every sum arrived: turn them into averages_
   // A format in phases (PowerSGD: P, then Q from P) starts the next once the last one's sums
   // arrived; MPI_REQUEST_NULL when there is none.
   virtual MPI_Request next_phase() { return MPI_REQUEST_NULL; }
+  // Waits for what is still in flight. Every format's destructor calls it first, while the
+  // buffers that MPI reads and writes still exist (this class's destructor runs after theirs).
+  void wait_in_flight();
   Comm& comm_;
   int64_t n_;
   std::vector<float> averages_;  // (n)

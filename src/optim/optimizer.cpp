@@ -3,9 +3,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "pitrain/error.h"
+#include "pitrain/finite.h"
 #include "pitrain/threads.h"
 
 namespace pitrain {
@@ -25,16 +25,6 @@ namespace {
 #else
 #define PITRAIN_VECTOR_COPIES
 #endif
-
-// Bit 31 is set when x is NaN or Inf: its exponent bits are all ones, and adding one to the
-// exponent carries out of it. An OR of these over a loop vectorises, where a search that stops at
-// the first bad value would not.
-inline uint32_t non_finite_bit(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return (bits & 0x7f800000u) + 0x00800000u;
-}
-constexpr uint32_t kNonFinite = 0x80000000u;
 
 // One Adam update; Noisy: v is fed the second moment of the mean the gradients sample (see Adam).
 template <bool Noisy>

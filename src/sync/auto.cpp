@@ -32,9 +32,10 @@ constexpr int kWaitingEvery = 2 * kBlockingEvery;
 // Full-rank rounds (bf16, int8) go up to K = 32; then PowerSGD, from K = 16 (what its rounds
 // cost a rank beyond the link's time, compression and two allreduces, pays only that rarely)
 // to 128, where a WLAN cell carries `mlp`'s PowerSGD rounds behind its steps (thirteenth pass).
-// Up to K = 48 a PowerSGD round is applied K/2 steps after it starts (the ranks drift apart
-// for 1.5 K steps instead of 2 K); beyond, at the next round: `mlp` learnt less at K = 64
-// applied 32 on than at K = 32 applied at the next round, and no more at 128 (fourteenth pass).
+// First, up to K = 48, a PowerSGD round applied K/2 steps after it starts (the ranks drift
+// apart for 1.5 K steps instead of 2 K), where its K/2 steps hide it; else one applied at the
+// next round, the smallest K that hides it: `mlp` learnt less at K = 64 applied 32 on than at
+// K = 32 applied at the next round, and no more at 128 (fourteenth pass).
 constexpr int kMaxFullRankEvery = 32;
 constexpr int kMinLowRankEvery = 16, kMaxHalfDelayEvery = 48, kMaxEvery = 128;
 // PowerSGD rounds move the anchor by DiLoCo's outer Nesterov step: a small lr and high momentum

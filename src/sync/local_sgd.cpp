@@ -113,10 +113,9 @@ class LocalSgd : public SyncStrategy {
   }
 
   int sync_every() const override { return pace_.every(); }
-
- protected:
   bool votes_at(int64_t step) const override { return step < warmup_ || round_after(step); }
 
+ protected:
   int take_round_wait() override { return std::exchange(round_wait_, kNotTimed); }
 
   void pace(int64_t step, int agreed_wait) override {

@@ -19,8 +19,6 @@ class SoloSync : public SyncStrategy {
   }
   void after_update(float*, int64_t) override {}
   void agree(float*, int64_t) override {}
-
- protected:
   bool votes_at(int64_t) const override { return true; }
 };
 

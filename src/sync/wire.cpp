@@ -10,6 +10,7 @@ namespace {
 class Fp32Average : public WireAverage {
  public:
   Fp32Average(Comm& comm, int64_t n) : WireAverage(comm, n), out_(size_t(n)) {}
+  ~Fp32Average() override { wait_in_flight(); }
 
  private:
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
@@ -71,8 +72,9 @@ int64_t wire_bytes(WireType wire, int64_t n, const WireOptions& opts) { return f
 
 WireAverage::WireAverage(Comm& comm, int64_t n) : comm_(comm), n_(n), averages_(size_t(n)) {}
 
-WireAverage::~WireAverage() {
+void WireAverage::wait_in_flight() {
   if (!requests_.empty()) MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+  requests_.clear();
 }
 
 void WireAverage::start(const float* values, int64_t lo, int64_t hi) {

@@ -72,15 +72,18 @@ class Average16 : public WireAverage {
     if (opts.error_feedback) residual_.assign(size_t(n), 0.0f);
     MPI_Op_create(&sum_16bit<widen, narrow>, 1, &sum_op_);
   }
-  ~Average16() override { MPI_Op_free(&sum_op_); }
+  ~Average16() override {
+    wait_in_flight();
+    MPI_Op_free(&sum_op_);
+  }
 
  private:
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
     for (int64_t i = lo; i < hi; ++i) {
       const size_t k = size_t(i);
-      const float want = values[i] * scale + (residual_.empty() ? 0.0f : residual_[k]);
+      const float want = (values[i] + (residual_.empty() ? 0.0f : residual_[k])) * scale;
       out_[k] = narrow(want);
-      if (!residual_.empty()) residual_[k] = want - widen(out_[k]);
+      if (!residual_.empty()) residual_[k] = (want - widen(out_[k])) / scale;  // in the values' units
     }
     MPI_Request req;
     comm_.start_allreduce(out_.data() + lo, in_.data() + lo, int(hi - lo), MPI_UINT16_T, sum_op_, &req);

@@ -4,13 +4,18 @@
 // prefix code. The reduction widens both blocks, adds, and picks a new scale for the sum; with
 // error feedback, what a rank's rounding dropped is added to its next values (what the
 // reduction's own rounding drops is not: int4's scales cover 64 values, not 256, to keep that
-// small). The same int4 sum carries PowerSGD's factors (BlockSum).
+// small). The same int4 sum carries PowerSGD's factors (BlockSum). A block that holds a NaN or
+// an infinity goes as NaN whole (a NaN scale, levels 0), so that the sum is NaN too and the
+// training step that made it says so, where rounding it would turn a NaN into 0 (int8) or never
+// find a scale at which its code fits (int4).
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "pitrain/error.h"
+#include "pitrain/finite.h"
 #include "pitrain/wire.h"
 
 namespace pitrain {
@@ -30,12 +35,18 @@ struct Block8 {
 
   // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
   void encode(const float* values, int count, float* decoded) {
+    if (!all_finite(values, count)) return encode_not_a_number(count, decoded);
     const float top = largest_magnitude(values, count);
     scale = top > 0 ? top / 127 : 1.0f;
     const float inv = 1.0f / scale;
     for (int i = 0; i < kValues; ++i) levels[i] = int8_t(i < count ? std::lrint(values[i] * inv) : 0);
     if (decoded)
       for (int i = 0; i < count; ++i) decoded[i] = float(levels[i]) * scale;
+  }
+  void encode_not_a_number(int count, float* decoded) {
+    scale = std::numeric_limits<float>::quiet_NaN();
+    std::fill_n(levels, kValues, int8_t(0));
+    if (decoded) std::fill_n(decoded, count, scale);
   }
   void decode(float* values) const {
     for (int i = 0; i < kValues; ++i) values[i] = float(levels[i]) * scale;
@@ -128,6 +139,7 @@ struct Block4 {
 
   // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
   void encode(const float* values, int count, float* decoded) {
+    if (!all_finite(values, count)) return encode_not_a_number(count, decoded);
     float padded[kValues] = {};  // values, then zeros: every 64 is whole and the loops over it vectorise
     std::copy(values, values + count, padded);
     int level[kValues], bits[kScales], total = 0;
@@ -161,6 +173,11 @@ struct Block4 {
     }
     put(kCodeBytes - at);  // the last bits, then zeros
   }
+  void encode_not_a_number(int count, float* decoded) {
+    std::fill_n(scale, kScales, float_to_bf16(std::numeric_limits<float>::quiet_NaN()));
+    std::fill_n(code, kCodeBytes, uint8_t(0));  // every level 0
+    if (decoded) std::fill_n(decoded, count, std::numeric_limits<float>::quiet_NaN());
+  }
   void decode(float* values) const {
     const std::array<Pair, 1024>& pairs = pairs_by_bits();
     uint64_t pending = 0;
@@ -180,18 +197,19 @@ struct Block4 {
 static_assert(sizeof(Block4) == 2 * 4 + 112, "no padding bytes go over the wire");
 static_assert(Block4::code_lengths_agree(), "code_length() gives kCodes' lengths");
 
-// values[0, count) x scale, plus carry[0, count) if given, -> blocks[0, ...); dropped (if given,
-// and it may be carry): what the rounding took from each. Returns the blocks used.
+// (values[0, count) plus carry[0, count) if given) x scale -> blocks[0, ...); dropped (if
+// given, and it may be carry): what the rounding took from each, in the values' units (before
+// the scale), as local SGD's last agreement reads a residual. Returns the blocks used.
 template <class B>
 int64_t quantize_all(const float* values, float scale, const float* carry, int64_t count, B* blocks, float* dropped) {
   float want[B::kValues], got[B::kValues];
   int64_t k = 0;
   for (int64_t start = 0; start < count; start += B::kValues, ++k) {
     const int n = int(std::min<int64_t>(B::kValues, count - start));
-    for (int i = 0; i < n; ++i) want[i] = values[start + i] * scale + (carry ? carry[start + i] : 0.0f);
+    for (int i = 0; i < n; ++i) want[i] = (values[start + i] + (carry ? carry[start + i] : 0.0f)) * scale;
     blocks[k].encode(want, n, dropped ? got : nullptr);
     if (dropped)
-      for (int i = 0; i < n; ++i) dropped[start + i] = want[i] - got[i];
+      for (int i = 0; i < n; ++i) dropped[start + i] = (want[i] - got[i]) / scale;
   }
   return k;
 }
@@ -244,6 +262,7 @@ class AverageBlocks : public WireAverage {
       : WireAverage(comm, n), out_(size_t(2 * (n / B::kValues + 1))), in_(out_.size()) {
     if (opts.error_feedback) residual_.assign(size_t(n), 0.0f);
   }
+  ~AverageBlocks() override { wait_in_flight(); }
 
  private:
   // A range takes the next free blocks: twice n / kValues are enough where every range but the

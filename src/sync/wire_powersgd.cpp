@@ -100,6 +100,7 @@ class PowerSgdAverage : public WireAverage {
     // Q starts random, the same on every rank; from then on it is the last round's average.
     for (size_t i = 0; i < q_.size(); ++i) q_[i] = 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1;
   }
+  ~PowerSgdAverage() override { wait_in_flight(); }
   bool whole_vector() const override { return true; }
 
  private:

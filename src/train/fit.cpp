@@ -232,8 +232,12 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
     last_save = seconds_now();
   };
   bool clock_asked = false;  // rank 0 has voted kSaveVote and waits for the vote to come back
-  auto local_vote = [&](int sig) {
-    if (sig || rank != 0 || !o.checkpoint_seconds || clock_asked || seconds_now() - last_save < o.checkpoint_seconds) return sig;
+  // Asks for a save by the clock only at a step that votes (local SGD: a round's), where the
+  // vote is not dropped.
+  auto local_vote = [&](int sig, int64_t step) {
+    if (sig || rank != 0 || !o.checkpoint_seconds || clock_asked || !sync->votes_at(step) ||
+        seconds_now() - last_save < o.checkpoint_seconds)
+      return sig;
     clock_asked = true;
     return kSaveVote;
   };
@@ -266,7 +270,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       report.update(s + 1, meter.loss(), meter.accuracy(), meter.seconds(), meter.mpi_share());
       progress_file.update(state.step, seconds_now());
       const int sig = signals.requested() ? signals.requested() : progress_file.stop_requested() ? SIGTERM : 0;
-      const int vote = sync->agreed_stop(step, local_vote(sig));
+      const int vote = sync->agreed_stop(step, local_vote(sig, step));
       if (vote > kSaveVote) {  // a signal: every rank stops at this step
         sync->agree_final(model.params().data(), step);
         save(checkpoint, true);
