@@ -79,11 +79,12 @@ class Average16 : public WireAverage {
 
  private:
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
+    const float unscale = 1.0f / scale;
     for (int64_t i = lo; i < hi; ++i) {
       const size_t k = size_t(i);
       const float want = (values[i] + (residual_.empty() ? 0.0f : residual_[k])) * scale;
       out_[k] = narrow(want);
-      if (!residual_.empty()) residual_[k] = (want - widen(out_[k])) / scale;  // in the values' units
+      if (!residual_.empty()) residual_[k] = (want - widen(out_[k])) * unscale;  // in the values' units
     }
     MPI_Request req;
     comm_.start_allreduce(out_.data() + lo, in_.data() + lo, int(hi - lo), MPI_UINT16_T, sum_op_, &req);

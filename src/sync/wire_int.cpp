@@ -203,13 +203,14 @@ static_assert(Block4::code_lengths_agree(), "code_length() gives kCodes' lengths
 template <class B>
 int64_t quantize_all(const float* values, float scale, const float* carry, int64_t count, B* blocks, float* dropped) {
   float want[B::kValues], got[B::kValues];
+  const float unscale = 1.0f / scale;
   int64_t k = 0;
   for (int64_t start = 0; start < count; start += B::kValues, ++k) {
     const int n = int(std::min<int64_t>(B::kValues, count - start));
     for (int i = 0; i < n; ++i) want[i] = (values[start + i] + (carry ? carry[start + i] : 0.0f)) * scale;
     blocks[k].encode(want, n, dropped ? got : nullptr);
     if (dropped)
-      for (int i = 0; i < n; ++i) dropped[start + i] = (want[i] - got[i]) / scale;
+      for (int i = 0; i < n; ++i) dropped[start + i] = (want[i] - got[i]) * unscale;
   }
   return k;
 }
