@@ -2,6 +2,8 @@
 // fp32, which sends the values as they are.
 #include "pitrain/wire.h"
 
+#include <limits>
+
 #include "pitrain/error.h"
 
 namespace pitrain {
@@ -70,7 +72,11 @@ std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_
 
 int64_t wire_bytes(WireType wire, int64_t n, const WireOptions& opts) { return format_of(wire).bytes(n, opts); }
 
-WireAverage::WireAverage(Comm& comm, int64_t n) : comm_(comm), n_(n), averages_(size_t(n)) {}
+WireAverage::WireAverage(Comm& comm, int64_t n) : comm_(comm), n_(n), averages_(size_t(n)) {
+  // A range goes in one allreduce call, whose count is an int.
+  if (n > std::numeric_limits<int>::max())
+    throw Error("wire: a model of " + std::to_string(n) + " parameters; the wire formats average at most 2^31 - 1");
+}
 
 void WireAverage::wait_in_flight() {
   if (!requests_.empty()) MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
