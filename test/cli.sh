@@ -52,6 +52,11 @@ rows = b"".join(b"\0" + bytes(255 - v for v in first[r * 28:(r + 1) * 28]) for r
 with open(os.path.join(d, "first.png"), "wb") as f:
     f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 28, 28, 8, 0, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+# And as a drawing app exports it: black strokes whose alpha is the ink, on nothing (RGBA).
+rows = b"".join(b"\0" + b"".join(bytes([0, 0, 0, v]) for v in first[r * 28:(r + 1) * 28]) for r in range(28))
+with open(os.path.join(d, "first-alpha.PNG"), "wb") as f:
+    f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 28, 28, 8, 6, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 PY
 printf 'north\neast\nsouth\nwest\n' >"$work/classes.txt"
 
@@ -121,10 +126,11 @@ mpi -np 2 "$PITRAIN" evaluate --model "$work/m.h5" --data "$work/d.h5" >"$work/e
 grep -q "val split: 100 images" "$work/eval" && grep -q "^north " "$work/eval" && grep -q "confusion matrix" "$work/eval" \
   || { fail "evaluate"; cat "$work/eval"; }
 
-"$PITRAIN" predict --model "$work/m.h5" "$work/first.pgm" "$work/first.png" >"$work/pred" 2>&1
+"$PITRAIN" predict --model "$work/m.h5" "$work/first.pgm" "$work/first.png" "$work/first-alpha.PNG" >"$work/pred" 2>&1
 grep -qE "first.pgm  (north|east|south|west) [01]\.[0-9]{3}  [a-z]+ [01]\.[0-9]{3}  [a-z]+ [01]\.[0-9]{3}$" "$work/pred" \
   && [ "$(sed -n 1p "$work/pred" | cut -d' ' -f2-)" = "$(sed -n 2p "$work/pred" | cut -d' ' -f2-)" ] \
-  || { fail "predict (PGM, and the same drawing inverted as PNG)"; cat "$work/pred"; }
+  && [ "$(sed -n 1p "$work/pred" | cut -d' ' -f2-)" = "$(sed -n 3p "$work/pred" | cut -d' ' -f2-)" ] \
+  || { fail "predict (PGM, and the same drawing inverted as PNG and as strokes on a transparent PNG)"; cat "$work/pred"; }
 
 # --json: a line an image, every class, probabilities that sum to 1, the top one as the text's.
 "$PITRAIN" predict --json --model "$work/m.h5" "$work/first.pgm" >"$work/pred.json" 2>&1

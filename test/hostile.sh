@@ -54,7 +54,12 @@ hostile "--val-fraction must be above 0 and below 1" prepare --npy "$in/npy" --o
 hostile "give exactly one of --npy DIR or --idx DIR" prepare --npy "$in/npy" --idx "$in/idx" --out "$work/out/x.h5"
 hostile "--max-per-class must be 0 (all) or positive" prepare --npy "$in/npy" --out "$work/out/x.h5" --max-per-class -1
 hostile "class name 'a' is given twice" prepare --npy "$in/npy" --out "$work/out/x.h5" --classes a,b,a
-hostile "1 class name(s); a classifier needs at least 2" prepare --npy "$in/npy" --out "$work/out/x.h5" --classes a
+hostile "--classes a: no such file, and one class name is no list" prepare --npy "$in/npy" --out "$work/out/x.h5" --classes a
+printf 'a\nb\n' >"$work/out/names.txt"
+hostile "--out $work/out/names.txt: is the same file as --classes $work/out/names.txt" prepare --npy "$in/npy" --out "$work/out/names.txt" --classes "$work/out/names.txt"
+echo "keep" >"$work/out/y.h5.tmp"
+hostile "$in/npy/zebra.npy: cannot open" prepare --npy "$in/npy" --out "$work/out/y.h5" --classes a,zebra
+[ "$(cat "$work/out/y.h5.tmp")" = keep ] && echo "ok: an existing OUT.tmp is kept" || fail "prepare removed an existing $work/out/y.h5.tmp"
 hostile "$in/one: 1 <class>.npy file(s)" prepare --npy "$in/one" --out "$work/out/x.h5"
 hostile "$in/npy/zebra.npy: cannot open" prepare --npy "$in/npy" --out "$work/out/x.h5" --classes a,zebra
 hostile "predict: give --model FILE.h5" predict "$in/good.pgm"
@@ -78,7 +83,7 @@ echo "3. damaged checkpoints: every attribute and dataset checked on load, the f
 for f in "$in"/ckpt/*.h5; do
   hostile "$f: " train --data "$in/d.h5" --resume "$f" --threads 1
 done
-for f in "$in"/ckpt/{epoch_step-neg,seed-abc,classes-4,state-1e9}.h5; do
+for f in "$in"/ckpt/{epoch_step-neg,epoch-array,seed-abc,classes-4,state-1e9}.h5; do
   hostile "$f: " evaluate --model "$f" --data "$in/d.h5"
   hostile "$f: " predict --model "$f" "$in/good.pgm"
 done
@@ -103,10 +108,13 @@ for f in "$in"/img/*; do
 done
 hostile "p2-huge.pgm: image is 99999x99999, expected 28x28" predict --model "$in/m.h5" "$in/img/p2-huge.pgm"
 hostile "huge.png: image is 40000x40000, expected 28x28" predict --model "$in/m.h5" "$in/img/huge.png"
+hostile "p5-over-maxval.pgm: pixel 0 is 200, outside the PGM's 0-15" predict --model "$in/m.h5" "$in/img/p5-over-maxval.pgm"
+hostile "zero-rows.npy: holds no images" predict --model "$in/m.h5" "$in/badnpy/zero-rows.npy"
 for f in "$in"/badnpy/*.npy; do
   hostile "$f: " predict --model "$in/m.h5" "$f"
 done
 hostile "neg-rows.npy: shape (-1, 784)" predict --model "$in/m.h5" "$in/badnpy/neg-rows.npy"
+hostile "long-header.npy: header of 60086 bytes, over the 10000 that NumPy reads" predict --model "$in/m.h5" "$in/badnpy/long-header.npy"
 hostile "bomb.npy: holds more than the 7968 bytes its header declares (a damaged file, or a gzip bomb)" \
   predict --model "$in/m.h5" "$in/bomb/npy/bomb.npy"
 hostile "train-images-idx3-ubyte.gz: holds more than the 7856 bytes its header declares" \

@@ -50,7 +50,7 @@ def set_attr(key, value):
 
 
 for key in ("epoch_step", "epoch", "step", "iterations"):
-    for tag, value in (("neg", -7.0), ("nan", float("nan")), ("inf", float("inf")), ("half", 1.5), ("big", 1e300)):
+    for tag, value in (("neg", -7.0), ("nan", float("nan")), ("inf", float("inf")), ("half", 1.5), ("big", 1e300), ("array", np.zeros(4096))):
         checkpoint(f"{key}-{tag}", set_attr(key, value))
 for tag, value in (("abc", "abc"), ("empty", ""), ("neg", "-1"), ("big", "99999999999999999999999"), ("space", "7 ")):
     checkpoint(f"seed-{tag}", set_attr("seed", value))
@@ -129,7 +129,7 @@ for tag, value in (("2pow32", 2**32), ("neg", -1), ("big", 2**62)):
 
 # Images and .npy files whose headers lie.
 for tag, header in (("p2-huge", b"P2\n99999 99999\n255\n1 2 3\n"), ("p5-huge", b"P5\n2000000000 2000000000\n255\n"),
-                    ("p5-wide", b"P5\n40000 1\n255\n")):
+                    ("p5-wide", b"P5\n40000 1\n255\n"), ("p5-over-maxval", b"P5\n28 28\n15\n" + bytes([200] * 784))):
     with open(path("img", tag + ".pgm"), "wb") as f:
         f.write(header)
 import zlib  # noqa: E402
@@ -155,6 +155,8 @@ def npy(name, shape_text, data=b""):
 
 
 npy("neg-rows", "(-1, 784)", bytes(784))
+npy("zero-rows", "(0, 784)")
+npy("long-header", "(" + " " * 60000 + "1, 784)", bytes(784))  # the regex would recurse a character deep
 
 
 # Gzip bombs: a header declaring 10 images, then 300 MB of zeros that gzip packs into 300 KB.

@@ -147,6 +147,17 @@ with Server("--model", model, "--log", live, "--log", missing) as server:
     # `..` as sent, not normalised by a client library.
     answer, _ = raw(server, b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert answer.startswith("HTTP/1.1 400") and '{"error":' in answer and "root:" not in answer, answer
+    # Bodies whose size no Content-Length bounds, or that would inflate: refused before reading.
+    for what, head, expected in (
+        ("chunked", b"Transfer-Encoding: chunked\r\n", b"HTTP/1.1 411"),
+        ("no Content-Length", b"", b"HTTP/1.1 411"),
+        ("gzip", b"Content-Length: 20\r\nContent-Encoding: gzip\r\n", b"HTTP/1.1 415")):
+        answer, _ = raw(server, b"POST /api/predict HTTP/1.1\r\nHost: x\r\n" + head + b"Connection: close\r\n\r\n" +
+                        b"5\r\n{\"pix\r\n")
+        assert answer.startswith(expected.decode()) and '{"error":' in answer, (what, answer)
+    # A path that is not UTF-8 once decoded: a 404 like any other, and the server lives on.
+    answer, _ = raw(server, b"GET /%FF HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert answer.startswith("HTTP/1.1 404") and "no such page: /\ufffd" in answer, answer
     # A body that never comes, and clients that connect and say nothing: each dropped after the
     # read timeout (5 s), with a 4xx when the request line arrived; meanwhile the server answers.
     slow = [b"POST /api/predict HTTP/1.1\r\nHost: x\r\nContent-Length: 3000\r\n\r\n{\"pixels\": [", b""]

@@ -25,6 +25,9 @@ class Comm {
   // rooted at rank 0 instead of reduce-scatter + allgather. Counted in bytes_sent and, with
   // progress() and wait_all(), in mpi_seconds.
   void start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request);
+  // The same on `on`, a communicator of this one's ranks (a duplicate), timed and counted here.
+  void start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request,
+                       MPI_Comm on);
   bool progress(std::vector<MPI_Request>& requests);  // lets pending collectives move on; true: all done
   void wait_all(std::vector<MPI_Request>& requests);
   void wait(MPI_Request& request);

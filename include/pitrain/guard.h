@@ -34,15 +34,21 @@ struct Vote {
   int signal = 0;      // 0, kSaveVote, SIGINT or SIGTERM: the largest wins
   int round_wait = 0;  // per mille of the last round's time spent waiting for it: the largest wins
 };
+// Votes travel on a communicator of their own: MPI matches the nonblocking collectives of a
+// communicator in the order each rank starts them, and a PowerSGD round starts its second
+// allreduce when this rank sees its first complete, at a step that may differ by rank (Open
+// MPI 4.1 needs three or more progress calls for it, so a vote never came between them here).
+// Collective: every rank makes one.
 class StopVote {
  public:
-  explicit StopVote(Comm& comm) : comm_(comm) {}
+  explicit StopVote(Comm& comm);
   ~StopVote();
   // Returns what the ranks voted at the previous vote (all 0 at the first); starts the next one.
   Vote exchange(Vote local);
 
  private:
   Comm& comm_;
+  MPI_Comm votes_ = MPI_COMM_NULL;  // comm_'s ranks; MPI_COMM_NULL on one rank
   int vote_[2] = {0, 0};  // signal, round_wait
   MPI_Request request_ = MPI_REQUEST_NULL;
 };

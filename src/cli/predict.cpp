@@ -7,6 +7,7 @@
 #include "pitrain/cli.h"
 #include "pitrain/error.h"
 #include "pitrain/image_input.h"
+#include "pitrain/text.h"
 
 namespace pitrain::cli {
 
@@ -21,7 +22,7 @@ void print_json(const std::string& file, int64_t row, const std::vector<float>& 
   const size_t best = size_t(std::max_element(p.begin(), p.end()) - p.begin());
   const nlohmann::ordered_json line = {
       {"file", file}, {"row", row}, {"class", class_names[best]}, {"probabilities", probabilities}};
-  std::printf("%s\n", line.dump().c_str());
+  std::printf("%s\n", json_text(line).c_str());
 }
 
 // The top 3 classes (or with json every class's probability) of each image or .npy row.

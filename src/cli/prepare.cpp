@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "pitrain/cli.h"
@@ -21,7 +22,11 @@ int prepare(int argc, char** argv, Comm& comm) {
   PrepareOptions o;
   if (r.count("npy")) o.npy_dir = r["npy"].as<std::string>();
   if (r.count("idx")) o.idx_dir = r["idx"].as<std::string>();
-  if (r.count("classes")) o.classes = parse_class_list(r["classes"].as<std::string>());
+  if (r.count("classes")) {
+    const std::string classes = r["classes"].as<std::string>();
+    o.classes = parse_class_list(classes);
+    if (std::filesystem::is_regular_file(classes)) o.classes_file = classes;
+  }
   if (r.count("out")) o.out = r["out"].as<std::string>();
   o.max_per_class = r["max-per-class"].as<int64_t>();
   o.val_fraction = r["val-fraction"].as<double>();

@@ -67,8 +67,13 @@ void Comm::allreduce_sum(double* data, int64_t n) {
 
 void Comm::start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
                            MPI_Request* request) {
+  start_allreduce(send, recv, count, type, op, request, comm_);
+}
+
+void Comm::start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                           MPI_Request* request, MPI_Comm on) {
   InMpi timed(*this);
-  MPI_Iallreduce(send, recv, count, type, op, comm_, request);
+  MPI_Iallreduce(send, recv, count, type, op, on, request);
   int size = 0;
   MPI_Type_size(type, &size);
   bytes_sent_ += int64_t(count) * size;

@@ -286,6 +286,10 @@ std::string File::attr_string(const std::string& name, const std::string& object
 
 double File::attr_double(const std::string& name) const {
   Handle a = open_attr(name, "/");
+  Handle space(H5Aget_space(a.get()), H5Sclose);
+  const hssize_t values = H5Sget_simple_extent_npoints(space.get());
+  if (values != 1)  // H5Aread writes every value: an array must not land on one double
+    throw Error(path_ + ": attribute " + name + " holds " + std::to_string(values) + " values, expected one number");
   double v = 0;
   if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) throw Error(path_ + ": attribute " + name + " is not a number");
   return v;

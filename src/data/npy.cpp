@@ -8,6 +8,8 @@
 namespace pitrain {
 namespace {
 
+constexpr size_t kMaxNpyHeader = 10000;
+
 std::string dict_value(const std::string& header, const std::string& key) {
   std::smatch m;
   std::regex re("'" + key + "'\\s*:\\s*('[^']*'|True|False|\\([^)]*\\))");
@@ -49,6 +51,11 @@ NpyLayout parse_npy_header(const std::string& name, const std::vector<uint8_t>& 
     offset = 12;
   }
   if (b.size() - offset < header_len) fail("truncated header");  // offset + header_len wraps a 32-bit size_t
+  // NumPy's own limit (max_header_size): a longer header is damaged or hostile, and the regex
+  // below would recurse once a character through it, off the end of the stack.
+  if (header_len > kMaxNpyHeader)
+    fail("header of " + std::to_string(header_len) + " bytes, over the " + std::to_string(kMaxNpyHeader) +
+         " that NumPy reads (a damaged file?); save the array again with numpy.save");
   const std::string header(b.begin() + offset, b.begin() + offset + header_len);
   const std::string descr = dict_value(header, "descr");
   if (descr != "'|u1'" && descr != "'<u1'" && descr != "'>u1'" && descr != "'u1'")

@@ -1,6 +1,7 @@
 #include "pitrain/paths.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -25,8 +26,10 @@ void check_output(const std::string& flag, const std::string& path,
       throw Error(flag + " " + path + ": is the same file as " + input_flag + " " + input +
                   ", which writing it would destroy; write to another file");
   const std::string probe = path + ".tmp";  // where checkpoints are written before the rename
-  if (!std::ofstream(probe)) throw Error(flag + " " + path + ": cannot write there; check that the folder exists and is writable");
-  std::remove(probe.c_str());
+  const bool existed = ::access(probe.c_str(), F_OK) == 0;  // then it is kept, whoever wrote it
+  if (!std::ofstream(probe, std::ios::app))
+    throw Error(flag + " " + path + ": cannot write there; check that the folder exists and is writable");
+  if (!existed) std::remove(probe.c_str());
 }
 
 }  // namespace pitrain

@@ -9,6 +9,7 @@
 #include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/image_files.h"
+#include "pitrain/memory.h"
 #include "pitrain/paths.h"
 #include "pitrain/rng.h"
 
@@ -73,6 +74,8 @@ std::vector<std::string> parse_class_list(const std::string& text_or_file) {
     }
   }
   if (names.empty()) throw UsageError("--classes " + text_or_file + ": no class names (give a,b,c or a file with one name a line)");
+  if (!file && names.size() == 1)  // most likely a file name with a typo
+    throw UsageError("--classes " + text_or_file + ": no such file, and one class name is no list; give a file with one name a line, or the names as a,b,c");
   if (const auto problem = class_names_problem(names); !problem.empty())
     throw UsageError("--classes " + text_or_file + ": " + problem);
   return names;
@@ -102,17 +105,23 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
   check_prepare_options(o);
   std::vector<std::string> names = o.classes;
   std::vector<std::pair<std::string, std::string>> inputs;  // that --out must not overwrite
+  if (!o.classes_file.empty()) inputs.push_back({"--classes", o.classes_file});
   Split train, val;
   std::map<std::string, std::string> provenance{{"seed", std::to_string(o.seed)}, {"created_by", "pitrain prepare"}};
   if (!o.npy_dir.empty()) {
     if (names.empty()) names = npy_class_names(o.npy_dir);
+    const size_t first_npy = inputs.size();
     for (const auto& name : names) inputs.push_back({"--npy", o.npy_dir + "/" + name + ".npy"});
     check_output("--out", o.out, inputs);
     std::vector<uint8_t> images;
     std::vector<int32_t> labels;
     for (size_t c = 0; c < names.size(); ++c) {
-      const auto a = read_npy_images(inputs[c].second);
+      const std::string& file = inputs[first_npy + c].second;
+      const auto a = read_npy_images(file);
       const int64_t keep = o.max_per_class > 0 ? std::min(o.max_per_class, a.rows) : a.rows;
+      // The classes so far, their copy in /train and /val, and this file: all in memory at once.
+      check_fits_memory("prepare --npy up to " + file + " (" + std::to_string(labels.size() + size_t(keep)) + " drawings)",
+                        3.0 * double(images.size() + size_t(keep) * kImagePixels), "keep fewer with --max-per-class N");
       images.insert(images.end(), a.pixels.begin(), a.pixels.begin() + keep * kImagePixels);
       labels.insert(labels.end(), size_t(keep), int32_t(c));
     }
@@ -129,7 +138,9 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
     for (auto [stem, split] : {std::pair{"train", &train}, std::pair{"t10k", &val}}) {
       const std::string ifile = idx_file(o.idx_dir, std::string(stem) + "-images-idx3");
       const std::string lfile = idx_file(o.idx_dir, std::string(stem) + "-labels-idx1");
-      check_output("--out", o.out, {{"--idx", ifile}, {"--idx", lfile}});
+      auto idx_inputs = inputs;
+      idx_inputs.insert(idx_inputs.end(), {{"--idx", ifile}, {"--idx", lfile}});
+      check_output("--out", o.out, idx_inputs);
       const auto a = read_idx_images(ifile);
       const auto l = read_idx_labels(lfile);
       if (names.empty())

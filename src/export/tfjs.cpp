@@ -8,6 +8,7 @@
 #include "pitrain/error.h"
 #include "pitrain/export.h"
 #include "pitrain/keras.h"
+#include "pitrain/text.h"
 
 namespace pitrain {
 namespace {
@@ -67,7 +68,7 @@ void export_tfjs(const Checkpoint& ckpt, const std::string& dir) {
       {"weightsManifest", {{{"paths", {kShard}}, {"weights", weights}}}},
       {"userDefinedMetadata", metadata(ckpt)},
   };
-  const std::string text = json.dump(1);
+  const std::string text = json_text(json, 1);
   write_file(dir + "/model.json", text.data(), text.size());
 }
 

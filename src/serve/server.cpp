@@ -7,6 +7,7 @@
 #include "pitrain/checkpoint.h"
 #include "pitrain/classify.h"
 #include "pitrain/serve.h"
+#include "pitrain/text.h"
 
 namespace pitrain {
 namespace {
@@ -15,7 +16,7 @@ constexpr size_t kMaxBody = 64 * 1024;
 constexpr int kTimeoutSeconds = 5;  // a slow or half-open client holds a thread no longer
 const std::string kPixelsHint = "send {\"pixels\": [" + std::to_string(kImagePixels) + " integers 0-255]}";
 
-void send_json(httplib::Response& res, const nlohmann::json& j) { res.set_content(j.dump(), "application/json"); }
+void send_json(httplib::Response& res, const nlohmann::json& j) { res.set_content(json_text(j), "application/json"); }
 
 void send_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
@@ -66,9 +67,19 @@ void serve(const ServeOptions& opts) {
   server.set_payload_max_length(kMaxBody);
   server.set_tcp_nodelay(true);  // the answer's headers and body are two writes: no 40 ms wait for an ACK
 
+  // Before any body is read. The library holds the body under set_payload_max_length only when
+  // a Content-Length announces it: a chunked body, or one read until the client closes, could
+  // fill the memory, and a gzip body inflates past it.
   server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (req.path.find("..") == std::string::npos) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, 400, "'..' in the path " + req.path + ": nothing is served from disk");
+    const bool post = req.method == "POST";
+    if (req.path.find("..") != std::string::npos)
+      send_error(res, 400, "'..' in the path " + req.path + ": nothing is served from disk");
+    else if (post && (req.has_header("Transfer-Encoding") || !req.has_header("Content-Length")))
+      send_error(res, 411, "send the body with a Content-Length header, not chunked; " + kPixelsHint);
+    else if (post && req.has_header("Content-Encoding"))
+      send_error(res, 415, "send the body uncompressed (no Content-Encoding); " + kPixelsHint);
+    else
+      return httplib::Server::HandlerResponse::Unhandled;
     return httplib::Server::HandlerResponse::Handled;
   });
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {

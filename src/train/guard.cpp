@@ -40,6 +40,10 @@ StopSignals::~StopSignals() {
 
 int StopSignals::requested() const { return g_signal; }
 
+StopVote::StopVote(Comm& comm) : comm_(comm) {
+  if (comm_.size() > 1) MPI_Comm_dup(comm_.raw(), &votes_);
+}
+
 Vote StopVote::exchange(Vote local) {
   if (comm_.size() == 1) return local;
   Vote agreed;
@@ -48,12 +52,13 @@ Vote StopVote::exchange(Vote local) {
     agreed = {vote_[0], vote_[1]};
   }
   vote_[0] = local.signal, vote_[1] = local.round_wait;
-  comm_.start_allreduce(MPI_IN_PLACE, vote_, 2, MPI_INT, MPI_MAX, &request_);
+  comm_.start_allreduce(MPI_IN_PLACE, vote_, 2, MPI_INT, MPI_MAX, &request_, votes_);
   return agreed;
 }
 
 StopVote::~StopVote() {
   if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  if (votes_ != MPI_COMM_NULL) MPI_Comm_free(&votes_);
 }
 
 namespace {

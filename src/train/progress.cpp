@@ -158,7 +158,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"sync_reason", run_.sync.why},
       {"allreduce", run_.sync.allreduce},
   };
-  out_ << j.dump() << "\n";
+  out_ << json_text(j) << "\n";
 }
 
 void ProgressFile::update(int64_t step, double seconds_now) {
