@@ -71,7 +71,7 @@ ln -s d.h5 "$in/d-link.h5"
 hostile "--checkpoint $in/d.h5: is the same file as --data" train --data "$in/d.h5" --checkpoint "$in/d.h5"
 hostile "--checkpoint $in/d-link.h5: is the same file as --data" train --data "$in/d.h5" --checkpoint "$in/d-link.h5"
 hostile "--log $in/d.h5: is the same file as --data" train --data "$in/d.h5" --log "$in/d.h5"
-hostile "--log $in/m.h5: is the same file as --resume" train --data "$in/d.h5" --resume "$in/m.h5" --log "$in/m.h5" --model mlp
+hostile "--log $in/m.h5: is the same file as --resume" train --data "$in/d.h5" --resume "$in/m.h5" --log "$in/m.h5" --model mlp --epochs 2
 hostile "--checkpoint $work/out: is a folder" train --data "$in/d.h5" --checkpoint "$work/out"
 hostile "--log $work/out: is a folder" train --data "$in/d.h5" --log "$work/out"
 hostile "--out $in/npy/a.npy: is the same file as --npy" prepare --npy "$in/npy" --out "$in/npy/a.npy"
@@ -81,7 +81,7 @@ hostile "--out $work/out: is a folder" prepare --npy "$in/npy" --out "$work/out"
 
 echo "3. damaged checkpoints: every attribute and dataset checked on load, the file named"
 for f in "$in"/ckpt/*.h5; do
-  hostile "$f: " train --data "$in/d.h5" --resume "$f" --threads 1
+  hostile "$f: " train --data "$in/d.h5" --resume "$f" --threads 1 --epochs 2
 done
 for f in "$in"/ckpt/{epoch_step-neg,epoch-array,seed-abc,classes-4,state-1e9}.h5; do
   hostile "$f: " evaluate --model "$f" --data "$in/d.h5"
@@ -89,6 +89,11 @@ for f in "$in"/ckpt/{epoch_step-neg,epoch-array,seed-abc,classes-4,state-1e9}.h5
 done
 hostile "$in/ckpt/classes-4.h5: its model_spec does not fit its 4 class_names" evaluate --model "$in/ckpt/classes-4.h5" --data "$in/d.h5"
 hostile "$in/m.h5: checkpoint holds the model flatten dense(256,relu)" train --data "$in/d.h5" --resume "$in/m.h5" --model cnn
+hostile "$in/m.h5: has trained 1 epochs already, --epochs asks for 1; give --epochs above 1" train --data "$in/d.h5" --resume "$in/m.h5" --checkpoint "$work/out/next.h5"
+[ ! -e "$work/out/next.h5" ] || fail "a resume with nothing left to train wrote $work/out/next.h5"
+hostile "--progress-file $in/d.h5: is the same file as --data" train --data "$in/d.h5" --progress-file "$in/d.h5"
+hostile "--warmup-epochs must be 0 to 1000000" train --data "$in/d.h5" --warmup-epochs 1e300
+hostile "--sync auto chooses --overlap-steps itself" train --data "$in/d.h5" --sync auto --overlap-steps 2
 "$PITRAIN" predict --json --model "$in/before-keras.h5" "$in/good.pgm" >"$work/before" 2>&1 \
   && "$PITRAIN" predict --json --model "$in/m.h5" "$in/good.pgm" >"$work/now" 2>&1 && cmp -s "$work/before" "$work/now" \
   && echo "ok: a checkpoint from before the Keras layout predicts as the same in Keras' layout" \

@@ -48,10 +48,17 @@ TEST_CASE("NaN and Inf gradients: the optimizer's step finds them, and the check
 TEST_CASE("model specs: round trip through the canonical text, clear errors") {
   Model m("conv2d(8,5,same) relu maxpool2d flatten dense(classes,softmax)", 4);
   CHECK(Model(m.spec(), 4).spec() == m.spec());
+  // A rate keeps every digit a float holds: the threads' copies and checkpoints rebuild the layer
+  // from this text (with six digits, 0.9999999 came back as the invalid dropout(1)).
+  for (const char* rate : {"0.2", "0.9999999", "0.4999999", "1e-07", "0"}) {
+    const Model d(std::string("flatten dense(8,relu) dropout(") + rate + ") dense(classes,softmax)", 3);
+    CHECK(d.spec() == std::string("flatten dense(8,relu) dropout(") + rate + ") dense(3,softmax)");
+    CHECK(Model(d.spec(), 3).spec() == d.spec());
+  }
   CHECK(m.layers()[0]->output_shape() == Shape{28, 28, 8});
-  auto error_of = [](const std::string& spec) {
+  auto error_of = [](const std::string& spec, int classes = 10) {
     try {
-      Model(spec, 10);
+      Model(spec, classes);
     } catch (const UsageError& e) {
       return std::string(e.what());
     }
@@ -63,6 +70,8 @@ TEST_CASE("model specs: round trip through the canonical text, clear errors") {
   CHECK(error_of("dense(10)").find("put flatten before it") != std::string::npos);
   CHECK(error_of("flatten dropout(1.5) dense(10)").find("must be in [0, 1)") != std::string::npos);
   CHECK(error_of("conv2d(4,3 flatten").find("missing ')'") != std::string::npos);
+  // 28 / 2 / 2 / 2 = 3: 9 outputs, one for each of 9 classes, and nothing to learn.
+  CHECK(error_of("maxpool2d maxpool2d maxpool2d flatten", 9).find("no layer has weights") != std::string::npos);
 }
 
 TEST_CASE("adam follows Keras' update") {
@@ -195,6 +204,7 @@ TEST_CASE("checkpoints: Keras names and shapes, exact round trip, resume equals 
   o.resume = dir / "part.h5";
   CHECK(fit(o, comm, out).params == full.params);  // bitwise
   CHECK(!std::ifstream(dir / "part.h5.tmp"));
+  o.epochs = 4;  // part.h5 holds 3 epochs now
   o.optimizer = "sgd";  // found while resuming, together: a usage error's exit code on every rank
   try {
     fit(o, comm, out);

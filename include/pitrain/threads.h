@@ -50,6 +50,7 @@ class ThreadPool {
 
  private:
   void work(int self);  // worker `self` (1..): worker 1 measures whether the cores are crowded
+  void stop_workers();  // tells the workers to stop and joins them
   int poll_micros() const;
   void take_items(int self);  // runs items until none are left; self: the calling thread's index
   std::vector<std::thread> workers_;

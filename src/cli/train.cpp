@@ -16,7 +16,7 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1)");
   require_choice("--optimizer", o.optimizer, optimizer_names());
   require_choice("--lr-scaling", o.lr_scaling, lr_scaling_names());
-  require(o.warmup_epochs >= 0, "--warmup-epochs must be 0 or positive");
+  require(o.warmup_epochs >= 0 && o.warmup_epochs <= 1e6, "--warmup-epochs must be 0 to 1000000");
   require(o.threads >= 0 && o.threads <= 1024, "--threads must be 0 (automatic) or 1 to 1024, got " + std::to_string(o.threads));
   require(o.expect_ranks >= 0, "--expect-ranks must be 0 (any) or positive, got " + std::to_string(o.expect_ranks));
   require(o.checkpoint_every > 0, "--checkpoint-every must be a positive number of epochs");
@@ -33,12 +33,12 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(o.sync.outer_lr > 0 && std::isfinite(o.sync.outer_lr), "--outer-lr must be a positive number");
   require(o.sync.outer_momentum >= 0 && o.sync.outer_momentum < 1, "--outer-momentum must be in [0, 1)");
   require(o.sync.overlap_steps >= 0, "--overlap-steps must be 0 (at the next round) or a positive number of steps");
-  require(!o.sync.overlap_steps || (o.sync.overlap && o.sync.sync_every > 1),
-          "--overlap-steps applies to local SGD's overlapped rounds: add --overlap and --sync-every K (K > 1)");
   require_choice("--sync", r["sync"].as<std::string>(), {"manual", "auto"});
   if (r["sync"].as<std::string>() == "auto")
     for (const char* flag : {"sync-every", "grad-dtype", "error-feedback", "overlap", "overlap-steps", "bucket-kb"})
       require(!r.count(flag), std::string("--sync auto chooses --") + flag + " itself: leave it out, or use --sync manual");
+  require(!o.sync.overlap_steps || (o.sync.overlap && o.sync.sync_every > 1),
+          "--overlap-steps applies to local SGD's overlapped rounds: add --overlap and --sync-every K (K > 1)");
   const int64_t bucket_kb = r["bucket-kb"].as<int64_t>();  // in KB: bounded so that the bytes fit an int64
   require(bucket_kb > 0 && bucket_kb <= 1048576, "--bucket-kb must be 1 to 1048576 (1 GB), got " + std::to_string(bucket_kb));
 }

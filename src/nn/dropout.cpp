@@ -1,5 +1,7 @@
 // Inverted dropout: kept units are scaled by 1/(1-rate) in training, so inference is identity.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -70,12 +72,15 @@ class Dropout : public Layer {
   }
 
  private:
-  // The rate as written, without trailing zeros: 0.5 -> "0.5", 0 -> "0".
+  // The shortest text that reads back as the same float: 0.5 -> "0.5", 0.2 -> "0.2" (not
+  // 0.200000003), 0.9999999 -> "0.9999999". The spec text rebuilds the layer (the threads'
+  // copies, a checkpoint): a rate rounded there would give a share or a resumed run other masks.
   std::string spec_args() const override {
-    std::string r = std::to_string(rate_);
-    r.erase(r.find_last_not_of('0') + 1);
-    if (r.back() == '.') r.pop_back();
-    return r;
+    for (int digits = 1;; ++digits) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.*g", digits, double(rate_));
+      if (std::strtof(text, nullptr) == rate_) return text;
+    }
   }
 
   float rate_;

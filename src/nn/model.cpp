@@ -20,6 +20,7 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
                      std::to_string(classes) + " (one per class; end with dense(classes,softmax))");
   int64_t total = 0;
   for (auto& l : layers_) offsets_.push_back(total), total += l->num_params();
+  if (total == 0) throw UsageError("model spec: no layer has weights; add a dense or conv2d layer to learn with");
   while (layers_[first_weighted_]->num_params() == 0) ++first_weighted_;
   if (total > (int64_t(1) << 30))
     throw UsageError("model spec: " + std::to_string(total) + " parameters is more than this tool is meant for (2^30)");

@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <system_error>
 
 #include "pitrain/comm.h"
+#include "pitrain/error.h"
 #include "pitrain/threads.h"
 
 namespace pitrain {
@@ -44,10 +46,18 @@ class CrowdingMeter {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) : home_taken_(size_t(std::max(threads, 1))) {
-  for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
+  try {
+    for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
+  } catch (const std::system_error& e) {  // a limit on processes (ulimit -u, a container's pids)
+    stop_workers();
+    throw Error("--threads " + std::to_string(threads) + ": cannot start thread " + std::to_string(workers_.size() + 1) +
+                " (" + e.what() + "); use fewer threads");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;

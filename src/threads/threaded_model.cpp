@@ -42,7 +42,8 @@ void ThreadedModel::prepare() {
 void ThreadedModel::for_each_share(int n, const std::function<void(int, int, int)>& share) {
   const int count = shares(n);
   add_copies(count);
-  pool_.run(count, [&](int s) { share(s, n * s / count, n * (s + 1) / count - n * s / count); });
+  auto first = [&](int s) { return int(int64_t(n) * s / count); };  // n * s passes 2^31 at large batches
+  pool_.run(count, [&](int s) { share(s, first(s), first(s + 1) - first(s)); });
 }
 
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,

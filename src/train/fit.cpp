@@ -50,6 +50,9 @@ Run start_run(const TrainOptions& o, Comm& comm) {
         throw Error(o.resume + ": checkpoint holds the model " + ckpt->model.spec() + ", not --model " + o.model +
                     "; leave out --model to continue it, or start a new run without --resume");
       spec = ckpt->model.spec();
+      if (ckpt->state.epoch >= o.epochs)
+        throw UsageError(o.resume + ": has trained " + std::to_string(ckpt->state.epoch) + " epochs already, --epochs asks for " +
+                    std::to_string(o.epochs) + "; give --epochs above " + std::to_string(ckpt->state.epoch) + " to train on");
     }
   });
   if (!o.resume.empty()) comm.broadcast(spec);
@@ -65,6 +68,8 @@ Run start_run(const TrainOptions& o, Comm& comm) {
     if (comm.rank() == 0) {  // before any training: outputs that are folders or inputs fail now
       check_output("--checkpoint", o.checkpoint, {{"--data", o.data}});  // may be --resume: continue in place
       check_output("--log", o.log_csv, {{"--data", o.data}, {"--resume", o.resume}, {"--checkpoint", o.checkpoint}});
+      check_output("--progress-file", o.progress_file,
+                   {{"--data", o.data}, {"--resume", o.resume}, {"--checkpoint", o.checkpoint}, {"--log", o.log_csv}});
     }
   });
   auto opt = make_optimizer(o.optimizer, model->num_params(), o.momentum);
