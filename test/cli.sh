@@ -170,7 +170,9 @@ expect_error "--sync-every must be a positive number" mpi -np 2 "$PITRAIN" train
 expect_error "unknown layer or model 'resnet'" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model resnet
 expect_error "started as 1 rank(s), but --expect-ranks 4" "$PITRAIN" train --data "$work/d.h5" --expect-ranks 4
 expect_error "bogus" "$PITRAIN" train --bogus
-expect_error "--checkpoint-every-steps and --checkpoint-seconds need --checkpoint FILE" "$PITRAIN" train --data "$work/d.h5" --checkpoint-seconds 60
+expect_error "--checkpoint-every, --checkpoint-every-steps and --checkpoint-seconds need --checkpoint FILE" "$PITRAIN" train --data "$work/d.h5" --checkpoint-seconds 60
+expect_error "--checkpoint-every, --checkpoint-every-steps and --checkpoint-seconds need --checkpoint FILE" "$PITRAIN" train --data "$work/d.h5" --checkpoint-every 2
+expect_error "--momentum is SGD's: add --optimizer sgd" "$PITRAIN" train --data "$work/d.h5" --momentum 0.9
 expect_error "elastic: the train arguments need --checkpoint FILE" "$PITRAIN" elastic --hostfile "$here/mpi_hostfiles/pis" -- train --data "$work/d.h5"
 expect_error "elastic: --hostfile FILE is required" "$PITRAIN" elastic -- train --data "$work/d.h5"
 expect_error "elastic: leave out --expect-ranks" "$PITRAIN" elastic --hostfile "$here/mpi_hostfiles/pis" -- train --checkpoint m.h5 --expect-ranks 4

@@ -14,6 +14,7 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(o.steps_per_epoch >= 0, "--steps-per-epoch must be 0 (one pass) or positive");
   require(o.lr > 0 && std::isfinite(o.lr), "--lr must be a positive number");
   require(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1)");
+  require(!r.count("momentum") || o.optimizer == "sgd", "--momentum is SGD's: add --optimizer sgd, or leave it out (Adam has its own)");
   require_choice("--optimizer", o.optimizer, optimizer_names());
   require_choice("--lr-scaling", o.lr_scaling, lr_scaling_names());
   require(o.warmup_epochs >= 0 && o.warmup_epochs <= 1e6, "--warmup-epochs must be 0 to 1000000");
@@ -23,8 +24,8 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(o.checkpoint_every_steps >= 0, "--checkpoint-every-steps must be 0 (off) or a positive number of steps");
   require(o.checkpoint_seconds >= 0 && std::isfinite(o.checkpoint_seconds),
           "--checkpoint-seconds must be 0 (off) or a positive number of seconds");
-  require(!o.checkpoint.empty() || (!o.checkpoint_every_steps && !o.checkpoint_seconds),
-          "--checkpoint-every-steps and --checkpoint-seconds need --checkpoint FILE to write to");
+  require(!o.checkpoint.empty() || (!o.checkpoint_every_steps && !o.checkpoint_seconds && !r.count("checkpoint-every")),
+          "--checkpoint-every, --checkpoint-every-steps and --checkpoint-seconds need --checkpoint FILE to write to");
   require(o.stall_timeout >= 0, "--stall-timeout must be 0 (off) or a positive number of seconds");
   require_choice("--grad-dtype", r["grad-dtype"].as<std::string>(), wire_type_names());
   require(o.sync.sync_every >= 1, "--sync-every must be a positive number of steps");
