@@ -49,7 +49,7 @@ def set_attr(key, value):
     return lambda f: f.attrs.__setitem__(key, value)
 
 
-for key in ("epoch_step", "epoch", "step", "iterations"):
+for key in ("epoch_step", "steps_per_epoch", "epoch", "step", "iterations"):
     for tag, value in (("neg", -7.0), ("nan", float("nan")), ("inf", float("inf")), ("half", 1.5), ("big", 1e300), ("array", np.zeros(4096))):
         checkpoint(f"{key}-{tag}", set_attr(key, value))
 for tag, value in (("abc", "abc"), ("empty", ""), ("neg", "-1"), ("big", "99999999999999999999999"), ("space", "7 ")):

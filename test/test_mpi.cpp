@@ -121,6 +121,22 @@ TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto anot
   CHECK(resharded.epochs.size() == 2);
   CHECK(resharded.epochs.front().epoch == 2);
   CHECK(same_on_every_rank(resharded.params));
+
+  // Stopped 12 steps into an epoch of 20, resumed with epochs of 10: the epoch goes on from its
+  // 6th step, 4 steps left (not from min(12, 10), which would leave none).
+  if (comm.rank() == 0) {
+    Checkpoint c = load_checkpoint(dir / "solo.h5");
+    auto opt = make_optimizer(c.optimizer, c.model.num_params(), 0);
+    restore_optimizer(c, *opt, dir / "solo.h5");
+    save_checkpoint(dir / "mid.h5", c.model, *opt, RunState{0, 12, 12, c.state.seed, 20}, c.class_names);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  o.resume = dir / "mid.h5";
+  o.steps_per_epoch = 10;
+  o.epochs = 1;
+  const auto mid = fit(o, comm, out);
+  REQUIRE(mid.epochs.size() == 1);
+  CHECK(mid.epochs.front().steps == 4);
 }
 
 TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients keep the ranks equal") {

@@ -18,6 +18,7 @@ struct RunState {
   int64_t step = 0;        // optimizer steps taken
   int64_t epoch_step = 0;  // steps taken in the unfinished epoch after `epoch` (a stop mid-epoch)
   uint64_t seed = 0;       // with the above, the whole RNG state (all draws are counter-based)
+  int64_t steps_per_epoch = 0;  // of the run that saved it (0: a checkpoint from before it was kept)
 };
 
 void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt, const RunState& state,

@@ -113,6 +113,7 @@ void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt
     f.set_attr("epoch", double(state.epoch));
     f.set_attr("step", double(state.step));
     f.set_attr("epoch_step", double(state.epoch_step));
+    f.set_attr("steps_per_epoch", double(state.steps_per_epoch));
     f.set_attr("seed", std::to_string(state.seed));  // a string: a double cannot hold every uint64
     f.set_attr("created_by", "pitrain");
     f.flush();
@@ -147,6 +148,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.state.epoch = count_attr(f, "epoch");
   c.state.step = count_attr(f, "step");
   c.state.epoch_step = f.has_attr("epoch_step") ? count_attr(f, "epoch_step") : 0;
+  c.state.steps_per_epoch = f.has_attr("steps_per_epoch") ? count_attr(f, "steps_per_epoch") : 0;
   c.state.seed = seed_attr(f);
   // Every optimizer state buffer is one float a parameter: check before reading what the file declares.
   const hsize_t n = hsize_t(c.model.num_params());

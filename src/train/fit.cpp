@@ -79,10 +79,10 @@ Run start_run(const TrainOptions& o, Comm& comm) {
       if (ckpt) restore_optimizer(*ckpt, *opt, o.resume);
     });
     if (ckpt) state = ckpt->state;
-    uint64_t counts[5] = {uint64_t(state.epoch), uint64_t(state.step), uint64_t(state.epoch_step), state.seed,
-                          uint64_t(opt->iterations)};
-    comm.broadcast(counts, 5);
-    state = RunState{int64_t(counts[0]), int64_t(counts[1]), int64_t(counts[2]), counts[3]};
+    uint64_t counts[6] = {uint64_t(state.epoch), uint64_t(state.step), uint64_t(state.epoch_step), state.seed,
+                          uint64_t(opt->iterations), uint64_t(state.steps_per_epoch)};
+    comm.broadcast(counts, 6);
+    state = RunState{int64_t(counts[0]), int64_t(counts[1]), int64_t(counts[2]), counts[3], int64_t(counts[5])};
     opt->iterations = int64_t(counts[4]);
     for (auto& [name, buf] : opt->state()) comm.broadcast(buf->data(), int64_t(buf->size()));
   } else if (comm.rank() == 0) {
@@ -213,6 +213,11 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   const int64_t largest_slice = (run.train.total_rows + ranks - 1) / ranks;
   const int64_t spe = o.steps_per_epoch ? o.steps_per_epoch : (largest_slice + o.batch_size - 1) / o.batch_size;
   threaded.reserve(o.batch_size);
+  // A run stopped mid-epoch and resumed with epochs of another length (another number of ranks,
+  // as `pitrain elastic` resumes without a lost Pi) goes on from the same share of its epoch.
+  if (state.epoch_step && state.steps_per_epoch && state.steps_per_epoch != spe)
+    state.epoch_step = (state.epoch_step * spe + state.steps_per_epoch / 2) / state.steps_per_epoch;
+  state.steps_per_epoch = spe;
   const std::vector<WireMatrix> matrices = weight_matrices(model);
   comm.connect_all();
   const SyncChoice sync_choice = o.sync_auto && ranks > 1
