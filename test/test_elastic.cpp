@@ -12,17 +12,30 @@ using pitrain::test::TempDir;
 
 TEST_CASE("a hostfile's hosts, slots and comments; a bad slots count names the line") {
   TempDir dir;
-  std::ofstream(dir / "hosts") << "# four Pis\nraspi1 slots=2\n\n  raspi2   # the second\nraspi3 slots=1 max_slots=4\n";
+  std::ofstream(dir / "hosts") << "# four Pis\nraspi1 slots=2\n\n  raspi2   # the second\nraspi3 slots=1 max_slots=4\n"
+                                  "raspi4 slots = 3\nraspi5 count=2\nraspi6 cpu= 4 max_slots=8\n";
   const auto hosts = read_hostfile(dir / "hosts");
-  REQUIRE(hosts.size() == 3);
+  REQUIRE(hosts.size() == 6);
   CHECK(hosts[0].name == "raspi1");
   CHECK(hosts[0].slots == 2);
-  CHECK(hosts[1].slots == 1);
-  CHECK(hosts[2].line == "raspi3 slots=1 max_slots=4");
-  write_hostfile(dir / "again", {hosts[0], hosts[2]});
-  CHECK(read_hostfile(dir / "again").size() == 2);
+  CHECK(hosts[1].slots == 1);  // no slots: one rank a host
+  CHECK(hosts[2].options == " max_slots=4");
+  // Open MPI's other spellings of slots=N
+  CHECK(hosts[3].slots == 3);
+  CHECK(hosts[4].slots == 2);
+  CHECK(hosts[5].slots == 4);
+  CHECK(hosts[5].options == " max_slots=8");
+  // The launches' hostfiles say every host's slots, so that mpirun places the ranks as counted.
+  write_hostfile(dir / "again", {hosts[1], hosts[5]});
+  std::ifstream again(dir / "again");
+  std::string line1, line2;
+  std::getline(again, line1), std::getline(again, line2);
+  CHECK(line1 == "raspi2 slots=1");
+  CHECK(line2 == "raspi6 slots=4 max_slots=8");
   std::ofstream(dir / "bad") << "raspi1\nraspi2 slots=x\n";
   CHECK_THROWS_WITH(read_hostfile(dir / "bad"), Catch::Contains("bad:2: 'slots=x' is not slots=N"));
+  std::ofstream(dir / "bare") << "raspi1 slots\n";
+  CHECK_THROWS_WITH(read_hostfile(dir / "bare"), Catch::Contains("bare:1: 'slots' is not slots=N"));
   std::ofstream(dir / "empty") << "# nothing\n";
   CHECK_THROWS_WITH(read_hostfile(dir / "empty"), Catch::Contains("no hosts"));
 }
@@ -35,15 +48,19 @@ TEST_CASE("the remote shell is mpirun's: --mca plm_rsh_agent, else the environme
   CHECK(remote_shell({"--bind-to", "none"}, 3) == std::vector<std::string>{"rsh"});
   CHECK(remote_shell({"--mca", "plm_rsh_agent", "/x/netns_rsh.sh"}, 3) == std::vector<std::string>{"/x/netns_rsh.sh"});
   unsetenv("OMPI_MCA_plm_rsh_agent");
+  setenv("OMPI_MCA_plm_rsh_args", "-p 2222", 1);  // as mpirun passes them to its daemons
+  CHECK(remote_shell({}, 3) == std::vector<std::string>{"ssh", "-p", "2222", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3"});
+  unsetenv("OMPI_MCA_plm_rsh_args");
 }
 
 TEST_CASE("hosts are probed at once, and one that does not answer in time counts as lost") {
   // The "shell" runs `sh -c SCRIPT HOST true`: HOST is $0.
   const std::vector<std::string> shell = {"sh", "-c", "case $0 in up*) exit 0 ;; slow) sleep 20 ;; *) exit 255 ;; esac"};
-  const std::vector<Host> hosts = {{"up1", "up1", 1}, {"slow", "slow", 1}, {"down", "down", 1}, {"up2", "up2", 1}};
+  // This machine answers without a probe: mpirun starts its ranks without the remote shell.
+  const std::vector<Host> hosts = {{"up1", 1, ""}, {"slow", 1, ""}, {"down", 1, ""}, {"up2", 1, ""}, {"localhost", 1, ""}, {"127.0.1.1", 1, ""}};
   const auto t0 = std::chrono::steady_clock::now();
   const auto answered = probe_hosts(shell, hosts, 1.0);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  CHECK(answered == std::vector<bool>{true, false, false, true});
+  CHECK(answered == std::vector<bool>{true, false, false, true, true, true});
   CHECK(seconds < 5);  // the slow host's 20 s were cut at the timeout
 }

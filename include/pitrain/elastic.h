@@ -3,29 +3,38 @@
 // and resumes from the last checkpoint on those that do. See README "A run that survives
 // losing a Pi".
 #pragma once
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
 namespace pitrain {
 
-// One line of an Open MPI hostfile: the host and the rest of the line (slots=N ...).
+// One line of an Open MPI hostfile: the host, its slots, and the rest of the line.
 struct Host {
   std::string name;
-  std::string line;  // as written, for the hostfile of a restart
   int slots = 1;
+  std::string options;  // " max_slots=4 ...": the line's other options, kept for the launches' hostfiles
 };
 
 // The hosts of an Open MPI hostfile (comments and blank lines skipped); an Error naming the
 // file and line when one does not parse.
 std::vector<Host> read_hostfile(const std::string& path);
+// `host slots=N options` a line.
 void write_hostfile(const std::string& path, const std::vector<Host>& hosts);
+
+// Starts `command` in a process group of its own (ended whole with kill(-pid, ...)), stdin from
+// /dev/null; `quiet`: stdout and stderr too, else a command that cannot run says so on stderr
+// and exits 127.
+pid_t spawn(const std::vector<std::string>& command, bool quiet);
 
 // The remote shell mpirun starts its daemons with: `--mca plm_rsh_agent X` in the mpirun
 // arguments, else OMPI_MCA_plm_rsh_agent, else ssh (in batch mode, with a connect timeout of
-// `timeout_seconds`). Split into words.
+// `timeout_seconds`), followed by plm_rsh_args (`-p 2222`), from the same places. Split into words.
 std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args, double timeout_seconds);
 
-// Runs `SHELL HOST true` for every host at once; answered[i]: host i's command succeeded within timeout_seconds.
+// Runs `SHELL HOST true` for every host at once; answered[i]: host i's command succeeded within
+// timeout_seconds. This machine (localhost, 127.*, its own name) answers without a probe.
 std::vector<bool> probe_hosts(const std::vector<std::string>& shell, const std::vector<Host>& hosts,
                               double timeout_seconds);
 

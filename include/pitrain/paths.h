@@ -1,5 +1,6 @@
 // Output files, checked before any work is done: an output must not be a folder, nor one of the
-// run's input files (which writing it would destroy), and its folder must be writable.
+// run's input files (which writing it would destroy), and its folder must be writable. Written
+// beside (PATH.tmp) and then put in place: the old file survives any crash.
 #pragma once
 #include <string>
 #include <utility>
@@ -15,5 +16,10 @@ bool same_file(const std::string& a, const std::string& b);
 // An empty path (the output is not wanted) passes.
 void check_output(const std::string& flag, const std::string& path,
                   const std::vector<std::pair<std::string, std::string>>& inputs);
+
+// Puts the finished `tmp` in place of `path`, durably: tmp's data reach the disk before the
+// rename, and the rename before this returns (a Pi loses power: the file is the old or the new
+// one, never empty). On failure tmp is removed and an Error names `path`.
+void replace_durably(const std::string& tmp, const std::string& path);
 
 }  // namespace pitrain

@@ -4,12 +4,15 @@
 
 #include "pitrain/cli.h"
 #include "pitrain/elastic.h"
+#include "pitrain/text.h"
 
 namespace pitrain::cli {
 
 int elastic(int argc, char** argv) {
   int split = 1;  // the training command follows `--`
   while (split < argc && std::strcmp(argv[split], "--")) ++split;
+  for (int i = 1; i < split; ++i)  // else cxxopts would name the first train flag as unknown
+    require(std::strcmp(argv[i], "train") != 0, "elastic: put `--` before the training command: pitrain elastic --hostfile FILE -- train ARGS...");
   ElasticOptions o;
   std::string mpirun_args;
   cxxopts::Options options("elastic",
@@ -17,12 +20,13 @@ int elastic(int argc, char** argv) {
                            "on the hosts that answer.\nusage: pitrain elastic --hostfile FILE [options] -- train ARGS...");
   options.add_options()
     ("hostfile", "Open MPI hostfile of all hosts; the first runs rank 0 (run elastic there)", cxxopts::value(o.hostfile))
-    ("min-hosts", "Give up when fewer hosts answer", cxxopts::value(o.min_hosts)->default_value("1"))
-    ("max-restarts", "Give up after this many restarts after failures", cxxopts::value(o.max_restarts)->default_value("3"))
-    ("probe-timeout", "Seconds a host has to answer through mpirun's remote shell", cxxopts::value(o.probe_timeout)->default_value("3"))
-    ("probe-every", "Seconds between asking lost hosts while the job runs", cxxopts::value(o.probe_every)->default_value("5"))
-    ("mpirun", "mpirun to run", cxxopts::value(o.mpirun)->default_value("mpirun"))
-    ("mpirun-args", "Extra mpirun arguments, e.g. \"--map-by node --bind-to none --mca btl_tcp_if_include wlan0\"",
+    ("min-hosts", "Give up when fewer hosts answer", cxxopts::value(o.min_hosts)->default_value(std::to_string(o.min_hosts)))
+    ("max-restarts", "Give up after this many restarts after failures", cxxopts::value(o.max_restarts)->default_value(std::to_string(o.max_restarts)))
+    ("probe-timeout", "Seconds a host has to answer through mpirun's remote shell", cxxopts::value(o.probe_timeout)->default_value(format_number("%g", o.probe_timeout)))
+    ("probe-every", "Seconds between asking lost hosts while the job runs", cxxopts::value(o.probe_every)->default_value(format_number("%g", o.probe_every)))
+    ("mpirun", "mpirun to run", cxxopts::value(o.mpirun)->default_value(o.mpirun))
+    ("mpirun-args", "Extra mpirun arguments, split at spaces (no quoting: put ssh options in ~/.ssh/config or "
+                    "OMPI_MCA_plm_rsh_args), e.g. \"--map-by node --bind-to none --mca btl_tcp_if_include wlan0\"",
      cxxopts::value(mpirun_args));
   cxxopts::ParseResult r;
   if (!parse(options, split, argv, true, r)) return 0;

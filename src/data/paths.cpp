@@ -1,14 +1,33 @@
 #include "pitrain/paths.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "pitrain/error.h"
 
 namespace pitrain {
+namespace {
+
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash + 1);
+}
+
+}  // namespace
 
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {}, sb {};
@@ -30,6 +49,16 @@ void check_output(const std::string& flag, const std::string& path,
   if (!std::ofstream(probe, std::ios::app))
     throw Error(flag + " " + path + ": cannot write there; check that the folder exists and is writable");
   if (!existed) std::remove(probe.c_str());
+}
+
+void replace_durably(const std::string& tmp, const std::string& path) {
+  fsync_path(tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(tmp.c_str());
+    throw Error(path + ": cannot replace (" + std::strerror(error) + "); check that the folder is writable");
+  }
+  fsync_path(folder_of(path));  // make the rename itself durable
 }
 
 }  // namespace pitrain

@@ -1,6 +1,6 @@
 // The supervisor's loop: launch mpirun, watch the steps rank 0 reports (--progress-file), and
 // when the job ends early, ask which hosts answer and resume from the checkpoint on those.
-#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,18 +11,26 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <optional>
 #include <thread>
+#include <tuple>
 
 #include "pitrain/checkpoint.h"
 #include "pitrain/clock.h"
 #include "pitrain/elastic.h"
 #include "pitrain/error.h"
+#include "pitrain/paths.h"
 
 namespace pitrain {
 namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
 extern "C" void on_signal(int sig) { g_signal = sig; }
+// The signals that stop elastic with a checkpoint: Ctrl-C, kill, and a closed terminal or ssh
+// session (the job runs in a process group of its own, which a hangup would not reach).
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
 
 void say(const std::string& line) { std::cerr << "pitrain elastic: " << line << std::endl; }
 
@@ -44,10 +52,12 @@ std::vector<std::string> without_flag(const std::vector<std::string>& args, cons
   return kept;
 }
 
-// The step the checkpoint holds, -1 when there is none yet.
-int64_t checkpoint_step(const std::string& path) {
-  if (!std::ifstream(path).good()) return -1;
-  return load_checkpoint(path).state.step;
+// A file as it is now: a checkpoint is replaced by a rename, so a new one has another inode.
+using FileStamp = std::tuple<dev_t, ino_t, int64_t, int64_t>;  // device, inode, mtime (ns), size
+std::optional<FileStamp> stamp_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp{st.st_dev, st.st_ino, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, int64_t(st.st_size)};
 }
 
 int64_t read_progress(const std::string& path) {
@@ -75,25 +85,6 @@ int ranks_of(const std::vector<Host>& hosts) {
   return n;
 }
 
-pid_t start(const std::vector<std::string>& command) {
-  const pid_t pid = fork();
-  if (pid < 0) throw Error("cannot start " + command[0] + " (fork failed)");
-  if (pid == 0) {
-    setpgid(0, 0);  // its own group: Ctrl-C reaches us alone, and we end it and all it started
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    freopen("/dev/null", "r", stdin);
-    std::vector<char*> argv;
-    for (const auto& w : command) argv.push_back(const_cast<char*>(w.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "pitrain elastic: error: cannot run %s; install Open MPI or give --mpirun PATH\n", argv[0]);
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  return pid;
-}
-
 // What one launch came to.
 struct Outcome {
   int code = 0;              // mpirun's exit code (128 + signal when it was killed)
@@ -101,12 +92,13 @@ struct Outcome {
   double last_step_at = 0;   // when that was seen
   bool stalled = false;      // ended by us: no step for too long
   bool took_back = false;    // stopped by us (with a checkpoint) to take lost hosts back
-  int stopped_by = 0;        // SIGINT/SIGTERM that the user sent us
+  int stopped_by = 0;        // the kStopSignals one that the user sent us
 };
 
 class Supervisor {
  public:
-  explicit Supervisor(const ElasticOptions& o) : o_(o), hosts_(read_hostfile(o.hostfile)), shell_(remote_shell(o.mpirun_args, o.probe_timeout)) {
+  explicit Supervisor(const ElasticOptions& o)
+      : o_(o), hosts_(read_hostfile(o.hostfile)), shell_(remote_shell(o.mpirun_args, o.probe_timeout)), self_(self_path()) {
     const auto& args = o.train_args;
     if (args.empty() || args[0] != "train")
       throw UsageError("elastic: give the training command after `--`: pitrain elastic --hostfile FILE -- train ARGS...");
@@ -120,8 +112,12 @@ class Supervisor {
     // The ranks' own watchdog ends a stalled job first (rank 0 names the ranks that had not
     // arrived within 4 s more); this catches what it cannot see: a stall in MPI's start-up, or
     // mpirun waiting, after the ranks have gone, for a daemon on a host that is gone.
-    deadline_ = (stall_timeout > 0 ? stall_timeout : 300) + 5;
+    // --stall-timeout 0 ("never"): never here either.
+    deadline_ = stall_timeout > 0 ? stall_timeout + 5 : std::numeric_limits<double>::infinity();
     resume_ = flag_value(args, "--resume");
+    // A file at --checkpoint from an earlier run is not this run's until this run replaces it:
+    // a restart before then resumes as the first launch did (from --resume, or from scratch).
+    if (resume_.empty() || !same_file(resume_, checkpoint_)) earlier_checkpoint_ = stamp_of(checkpoint_);
     if (o.min_hosts > int(hosts_.size()))
       throw UsageError("elastic: --min-hosts " + std::to_string(o.min_hosts) + " but " + o.hostfile + " lists " +
                        std::to_string(hosts_.size()) + " hosts");
@@ -137,21 +133,22 @@ class Supervisor {
   }
 
   int run() {
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    for (int sig : kStopSignals) std::signal(sig, on_signal);
     active_ = answering();
     if (int(active_.size()) < o_.min_hosts) return give_up("at the start");
     if (active_.size() < hosts_.size()) say("starting without " + names(lost()) + " (no answer); taken back when they answer");
     for (int restarts = 0;;) {
       const Outcome r = g_signal ? Outcome{0, -1, 0, false, false, g_signal} : launch();  // Ctrl-C while probing
       if (r.stopped_by) {
-        say("stopped by " + std::string(r.stopped_by == SIGINT ? "SIGINT" : "SIGTERM") + "; " + checkpoint_ + " holds step " +
-            std::to_string(checkpoint_step(checkpoint_)) + "; continue with the same command plus --resume " +
-            checkpoint_ + " among the train arguments");
+        const int64_t saved = saved_step();
+        say(std::string("stopped by ") + signal_name(r.stopped_by) + "; " +
+            (saved < 0 ? "no checkpoint was written yet"
+                       : checkpoint_ + " holds step " + std::to_string(saved) + "; continue with the same command plus --resume " +
+                             checkpoint_ + " among the train arguments"));
         return 128 + r.stopped_by;
       }
       if (r.code == 0) return 0;  // the training completed
-      const int64_t saved = checkpoint_step(checkpoint_);
+      const int64_t saved = saved_step();
       const int64_t lost_steps = std::max<int64_t>(0, r.reached - std::max<int64_t>(saved, 0));
       const auto before = active_;
       if (r.took_back) {
@@ -163,8 +160,8 @@ class Supervisor {
         active_ = answering();
         const auto gone = difference(before, active_);
         if (r.reached < 0 && !r.stalled && gone.empty()) {
-          say("the job failed before its first step (exit " + std::to_string(r.code) +
-              ") with every host answering: not a lost host; see its message above");
+          say("the job failed before its first step (exit " + std::to_string(r.code) + ") with every host answering: " +
+              (r.code == 127 ? "install Open MPI (openmpi-bin) or give --mpirun PATH" : "not a lost host; see its message above"));
           return r.code;
         }
         if (int(active_.size()) < o_.min_hosts) return give_up("after the job failed");
@@ -187,6 +184,13 @@ class Supervisor {
   }
 
  private:
+  // The step this run's checkpoint holds, -1 when it has written none yet.
+  int64_t saved_step() const {
+    const auto now = stamp_of(checkpoint_);
+    if (!now || now == earlier_checkpoint_) return -1;
+    return load_checkpoint(checkpoint_).state.step;
+  }
+
   std::vector<Host> answering() {
     const auto answered = probe_hosts(shell_, hosts_, o_.probe_timeout);
     std::vector<Host> up;
@@ -208,14 +212,14 @@ class Supervisor {
   int give_up(const std::string& when) {
     say("only " + std::to_string(active_.size()) + " of " + std::to_string(hosts_.size()) + " hosts answer " + when +
         " (" + names(active_) + "; no answer: " + names(lost()) + "), --min-hosts " + std::to_string(o_.min_hosts) +
-        ": giving up; " + resume_hint(checkpoint_step(checkpoint_)));
+        ": giving up; " + resume_hint(saved_step()));
     return 1;
   }
 
   std::vector<std::string> command() const {
     std::vector<std::string> c = {o_.mpirun, "-np", std::to_string(ranks_of(active_)), "--hostfile", dir_ + "/hosts"};
     c.insert(c.end(), o_.mpirun_args.begin(), o_.mpirun_args.end());
-    c.push_back(self_path());
+    c.push_back(self_);
     const auto train = without_flag(o_.train_args, "--resume");
     c.insert(c.end(), train.begin(), train.end());
     c.insert(c.end(), {"--expect-ranks", std::to_string(ranks_of(active_)), "--progress-file", dir_ + "/progress"});
@@ -231,7 +235,7 @@ class Supervisor {
     write_hostfile(dir_ + "/hosts", active_);
     std::remove((dir_ + "/progress").c_str());
     std::remove((dir_ + "/progress.stop").c_str());
-    const pid_t pid = start(command());
+    const pid_t pid = spawn(command(), false);
     Outcome r;
     const double started = seconds_now();
     double last_advance = started, next_probe = started + o_.probe_every, stop_sent = 0;
@@ -285,8 +289,10 @@ class Supervisor {
   const ElasticOptions& o_;
   std::vector<Host> hosts_, active_;
   std::vector<std::string> shell_;
+  const std::string self_;  // this program, found once: a rebuild during the run leaves "(deleted)" behind
   std::string checkpoint_, resume_, dir_;
-  double deadline_ = 305;
+  std::optional<FileStamp> earlier_checkpoint_;  // the --checkpoint file of an earlier run, if any
+  double deadline_;
   double failed_at_ = 0;  // when the last failure's last step was seen (0: none pending)
 };
 

@@ -8,6 +8,7 @@
 #include "pitrain/error.h"
 #include "pitrain/export.h"
 #include "pitrain/keras.h"
+#include "pitrain/paths.h"
 #include "pitrain/text.h"
 
 namespace pitrain {
@@ -15,17 +16,20 @@ namespace {
 
 constexpr const char* kShard = "group1-shard1of1.bin";
 
-// Written beside and renamed into place: a reader never sees half a file.
+// Written beside and put in place: a reader never sees half a file.
 void write_file(const std::string& path, const char* data, size_t size) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(data, std::streamsize(size));
     out.close();
-    if (!out) throw Error(tmp + ": cannot write (" + std::strerror(errno) + "); check that the folder is writable");
+    if (!out) {
+      const int error = errno;
+      std::remove(tmp.c_str());
+      throw Error(tmp + ": cannot write (" + std::strerror(error) + "); check that the folder is writable and has room");
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(path + ": cannot replace (" + std::strerror(errno) + ")");
+  replace_durably(tmp, path);
 }
 
 nlohmann::ordered_json metadata(const Checkpoint& ckpt) {

@@ -1,19 +1,14 @@
 #include "pitrain/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 
 #include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/guard.h"
 #include "pitrain/h5.h"
 #include "pitrain/keras.h"
+#include "pitrain/paths.h"
 #include "pitrain/text.h"
 
 namespace pitrain {
@@ -49,19 +44,6 @@ void write_weights(h5::File& f, const Model& model) {
     f.set_bytes_attr("backend", kKerasBackend, object);
   }
   f.set_bytes_attr("layer_names", names, "/model_weights");
-}
-
-void fsync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
-std::string folder_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash + 1);
 }
 
 // A count attribute (epoch, step, ...): a whole number from 0 to 2^53, which a double holds exactly.
@@ -118,10 +100,7 @@ void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt
     f.set_attr("created_by", "pitrain");
     f.flush();
   }
-  fsync_path(tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(path + ": cannot replace checkpoint (" + std::strerror(errno) + ")");
-  fsync_path(folder_of(path));  // make the rename itself durable
+  replace_durably(tmp, path);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
