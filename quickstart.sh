@@ -15,7 +15,7 @@ $sudo apt-get update -q
 # chromium, chromium-driver and python3-selenium: the browser test of `pitrain serve` (~90 s, 125 MB)
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
   g++ meson ninja-build pkg-config openmpi-bin libopenmpi-dev libeigen3-dev libhdf5-dev libcxxopts-dev nlohmann-json3-dev catch2 \
-  libcpp-httplib-dev libopenblas-dev libpng-dev zlib1g-dev python3 python3-h5py hdf5-tools procps iproute2 dataset-fashion-mnist \
+  libcpp-httplib-dev libopenblas-dev libpng-dev zlib1g-dev python3 python3-h5py hdf5-tools procps time iproute2 dataset-fashion-mnist \
   chromium chromium-driver python3-selenium
 # Node and npm for the TensorFlow.js test (test/tfjs.sh, which installs TensorFlow.js itself);
 # a machine that has them already (Node from elsewhere conflicts with Debian's npm) keeps its own.

@@ -25,7 +25,8 @@
 #   --target A        validation accuracy to reach (default 0.80)
 #   --images N        training images per run (default 96000)
 #   --eval-images N   images between validations (default 9600)
-#   --max-seconds S   stop a run after S seconds; its curve so far still counts (default 150)
+#   --max-seconds S   stop a run after S seconds; its curve so far still counts (default 150); a run
+#                     that fails otherwise counts as failed ("failed" in summary.jsonl), its curve not
 #   --repeat R        run every configuration R times, alternating; the table gives medians (default 1)
 #   --no-peer         skip the PyTorch peer
 #   --hostfile FILE   real cluster: no emulation; runs 1 host (the first) and all of them
@@ -73,7 +74,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # --- one training run -------------------------------------------------------------------------
-# launch N HOSTFILE COMMAND...: mpirun over the first N hosts, in the head namespace if emulated.
+# launch N HOSTFILE COMMAND...: mpirun over the first N hosts, in the head namespace if emulated;
+# its exit status, 124 when stopped after --max-seconds (timeout's).
 launch() {
   local n=$1 hf=$2
   shift 2
@@ -84,7 +86,15 @@ launch() {
     # shellcheck disable=SC2086
     timeout --foreground "$max_seconds" mpirun -np "$n" --hostfile "$hf" "${one_rank_a_host[@]}" \
       -x MASTER_ADDR="$(awk '!/^#/ && NF {print $1; exit}' "$hf")" $extra "$@" </dev/null
-  fi || echo "  stopped after ${max_seconds}s (or failed): keeping the curve so far" >&2
+  fi || {
+    local rc=$?
+    if [ "$rc" -eq 124 ]; then
+      echo "  stopped after ${max_seconds}s: keeping the curve so far" >&2
+    else
+      echo "  failed (exit $rc): the run counts as failed" >&2
+    fi
+    return "$rc"
+  }
 }
 
 csv=$out/cluster.csv
@@ -102,15 +112,17 @@ run_config() {
   local common=(--data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 --epochs "$epochs"
     --steps-per-epoch "$steps")
   echo "run $run: $trainer $model $profile $n host(s): $epochs x $steps steps of $batch a rank" >&2
+  local rc=0
   if [ "$trainer" = pitrain ]; then
     local attempt
     for attempt in 1 2 3; do
       rm -f "$work/log.csv"
+      rc=0
       # shellcheck disable=SC2086
       # A stalled step ends the run with the ranks that had not arrived named in its log.
       launch "$n" "$hf" "$build/pitrain" train "${common[@]}" --stall-timeout 30 $train_extra --log "$work/log.csv" \
-        >"$log" 2>&1
-      grep -q "stopped after" "$log" || break
+        >"$log" 2>&1 || rc=$?
+      [ "$rc" -eq 124 ] || break
       if grep -q "^pitrain: $n rank" "$log"; then  # say how far it got
         echo "  run $run stopped during training ($log)" >&2
         break
@@ -122,13 +134,14 @@ run_config() {
     done
   else
     # shellcheck disable=SC2086
-    launch "$n" "$hf" /usr/bin/python3 "$peer" "${common[@]}" $peer_extra >/dev/null 2>"$work/peer.log"
+    launch "$n" "$hf" /usr/bin/python3 "$peer" "${common[@]}" $peer_extra >/dev/null 2>"$work/peer.log" || rc=$?
     cp "$work/peer.log" "$log"
   fi
-  python3 - "$trainer" "$model" "$profile" "$n" "$steps" "$batch" "$work" "$csv" "$summary" "$run" <<'PY'
+  python3 - "$trainer" "$model" "$profile" "$n" "$steps" "$batch" "$work" "$csv" "$summary" "$run" "$rc" <<'PY'
 import csv, json, os, re, sys
-trainer, model, profile, n, steps, batch, work, out, summary, run = sys.argv[1:]
+trainer, model, profile, n, steps, batch, work, out, summary, run, rc = sys.argv[1:]
 n, steps, batch = int(n), int(steps), int(batch)
+failed = int(rc) not in (0, 124)  # 124: stopped at --max-seconds, the curve so far counts
 epochs = []  # (epoch, seconds, val_accuracy, mpi_seconds or None)
 if trainer == "pitrain":
     if os.path.exists(f"{work}/log.csv"):
@@ -138,6 +151,8 @@ if trainer == "pitrain":
 else:
     for m in re.finditer(r"epoch (\d+)/\d+: \d+ steps ([\d.]+)s .* val_acc=([\d.]+)", open(f"{work}/peer.log").read()):
         epochs.append((int(m.group(1)), float(m.group(2)), float(m.group(3)), None))
+if failed:
+    epochs = []
 t = 0.0
 with open(out, "a") as f:
     for e, sec, acc, mpi in epochs:
@@ -149,7 +164,7 @@ with open(summary, "a") as f:
     f.write(json.dumps({"trainer": trainer, "model": model, "profile": profile, "hosts": n, "run": int(run),
                         "ms_per_step": 1e3 * t / total_steps if total_steps else float("nan"),
                         "images_per_second": n * batch * total_steps / t if t else float("nan"),
-                        "mpi_share": mpi / t if mpi is not None and t else None}) + "\n")
+                        "mpi_share": mpi / t if mpi is not None and t else None, "failed": failed}) + "\n")
 PY
 }
 

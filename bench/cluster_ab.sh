@@ -53,23 +53,28 @@ for round in $(seq "$rounds"); do
   for variant in "$@"; do
     IFS='|' read -r name build train_args <<<"$variant"
     # The emulated launcher now and then leaves a host's daemon unstarted (bench/cluster.sh):
-    # such a run ends at the timeout without a log and is started again.
+    # such a run ends at the timeout without a log and is started again. Any other non-zero exit
+    # (the timeout included: a run is meant to finish) fails the run, whatever rows it logged.
     for _ in 1 2 3; do
       rm -f "$work/log.csv"
+      rc=0
       # shellcheck disable=SC2086
       emulated_mpirun 120 -np "$hosts" --hostfile "$work/hosts" \
         "$build/pitrain" train --data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 \
-        --epochs "$epochs" --steps-per-epoch "$steps" --log "$work/log.csv" $train_args >"$work/out" 2>&1 || true
+        --epochs "$epochs" --steps-per-epoch "$steps" --log "$work/log.csv" $train_args >"$work/out" 2>&1 || rc=$?
       [ -f "$work/log.csv" ] && break
     done
-    python3 - "$work" "$round" "$name" "$steps" "$target" <<'PY'
+    python3 - "$work" "$round" "$name" "$steps" "$target" "$rc" <<'PY'
 import csv, os, re, sys
-work, round_, name, steps, target = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+work, round_, name, steps, target, rc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 out = open(f"{work}/out").read()
-if not os.path.exists(f"{work}/log.csv"):
-    print(f"| {round_} | {name} | failed: {out.strip().splitlines()[-1] if out.strip() else 'no output'} | | | | |")
+rows = list(csv.DictReader(open(f"{work}/log.csv"))) if os.path.exists(f"{work}/log.csv") else []
+if rc != 0 or not rows:  # kept out of the medians, but counted there as failed
+    with open(f"{work}/ms.txt", "a") as f:
+        f.write(f"{name}\tfailed\t\n")
+    last = out.strip().splitlines()[-1] if out.strip() else "no output"
+    print(f"| {round_} | {name} | failed (exit {rc}, {len(rows)} epochs logged): {last} | | | | |")
     sys.exit()
-rows = list(csv.DictReader(open(f"{work}/log.csv")))
 seconds = sum(float(r["seconds"]) for r in rows)
 mpi = sum(float(r["mpi_seconds"]) for r in rows)
 choice = re.search(r"^sync auto: (.*?) \(", out, re.M)
@@ -92,14 +97,23 @@ done
 echo
 python3 - "$work/ms.txt" <<'PY'
 import statistics, sys
-runs, to_target = {}, {}
+runs, to_target, failed = {}, {}, {}
 for line in open(sys.argv[1]):
     name, ms, seconds = line.rstrip("\n").split("\t")
-    runs.setdefault(name, []).append(float(ms))
-    to_target.setdefault(name, []).append(float(seconds) if seconds else float("inf"))
+    runs.setdefault(name, [])
+    to_target.setdefault(name, [])
+    failed[name] = failed.get(name, 0) + (ms == "failed")
+    if ms != "failed":
+        runs[name].append(float(ms))
+        to_target[name].append(float(seconds) if seconds else float("inf"))
 def target(name):  # a run that never reached it counts as the slowest
     if not any(s < float("inf") for s in to_target[name]):
         return ""
     return f", {statistics.median(to_target[name]):.2f} s to the target"
-print("Medians: " + "; ".join(f"{name} {statistics.median(v):.2f} ms/step{target(name)} ({len(v)} runs)" for name, v in runs.items()))
+def median(name):
+    if not runs[name]:
+        return f"{name}: all {failed[name]} runs failed"
+    lost = f", {failed[name]} failed" if failed[name] else ""
+    return f"{name} {statistics.median(runs[name]):.2f} ms/step{target(name)} ({len(runs[name])} runs{lost})"
+print("Medians: " + "; ".join(median(name) for name in runs))
 PY

@@ -24,13 +24,16 @@ def to_target(c):  # training seconds to the first validation at or above the ta
 
 
 # Medians over the runs of configuration k. A run that finished no epoch in time (NaN ms/step)
-# counts as not reaching the target, and is left out of the other medians.
+# counts as not reaching the target, and is left out of the other medians; a failed run (not
+# stopped by the time limit) is left out of all of them.
 def summarise(k):
-    runs = [s for s in summary if key(s) == k]
+    every = [s for s in summary if key(s) == k]
+    runs = [s for s in every if not s.get("failed")]
     done = [s for s in runs if s["ms_per_step"] == s["ms_per_step"]]  # NaN: no epoch finished in time
     final = [float(c[-1]["val_accuracy"]) for c in (curve(k, run_of(s)) for s in runs) if c]
     pick = lambda name: median(s[name] for s in done) if done and all(s[name] is not None for s in done) else None
-    return {"runs": len(runs), "empty": len(runs) - len(done), "t": median(to_target(curve(k, run_of(s))) for s in runs),
+    return {"runs": len(runs), "failed": len(every) - len(runs), "empty": len(runs) - len(done),
+            "t": median(to_target(curve(k, run_of(s))) for s in runs) if runs else float("inf"),
             "ms": pick("ms_per_step"), "ips": pick("images_per_second"), "mpi": pick("mpi_share"),
             "acc": median(final) if final else float("nan")}
 
@@ -48,13 +51,18 @@ for k in configs:
     ratio = f"{s['t'] / one['t']:.2f}x" if reached and one and one["t"] != float("inf") else "-"
     num = lambda v, f: f.format(v) if v is not None and v == v else "-"  # NaN: no epoch finished in time
     share = num(None if s["mpi"] is None else 100 * s["mpi"], "{:.0f}%")
-    time = f"{s['t']:.1f}" if reached else "not reached"
+    time = f"{s['t']:.1f}" if reached else "not reached" if s["runs"] else "failed"
     lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {time} | "
                  f"{ratio} | {num(s['ms'], '{:.1f}')} | {num(s['ips'], '{:.0f}')} | {share} | {s['acc']:.4f} |")
-empty = [f"{k[0]} {k[1]} {k[2]} {k[3]} host{'s' if k[3] > 1 else ''}: {s['empty']} of {s['runs']}"
+label = lambda k: f"{k[0]} {k[1]} {k[2]} {k[3]} host{'s' if k[3] > 1 else ''}"
+empty = [f"{label(k)}: {s['empty']} of {s['runs']}"
          for k, s in stats.items() if s["empty"] and s["empty"] < s["runs"]]
 if empty:
     lines += ["", "Runs that finished no epoch in time (left out of the other medians): " + "; ".join(empty)]
+failed = [f"{label(k)}: {s['failed']} of {s['runs'] + s['failed']}"
+          for k, s in stats.items() if s["failed"]]
+if failed:
+    lines += ["", "Failed runs (an error, not the time limit; left out of every median, logs in logs/): " + "; ".join(failed)]
 open(os.path.join(out, "cluster.md"), "w").write("\n".join(lines) + "\n")
 
 panels = sorted({(r["model"], r["profile"]) for r in rows})

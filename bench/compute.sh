@@ -49,11 +49,19 @@ sgemm=$("$build/bench/compute_bench" --sgemm 3872,288,64)
 # What two threads could reach on this machine at most: two 1-thread processes at once (cnn,
 # batch 32), their images/s added (two vCPUs need not be two whole cores, and they share caches).
 for r in $(seq "$repeats"); do
+  pids=()
   for i in 1 2; do
     "$build/pitrain" train --data "$work/d.h5" --model cnn --batch-size 32 --threads 1 --epochs 1 \
       --steps-per-epoch 750 --seed "$r" --json | tail -n 1 >"$work/pair-$i" &
+    pids+=($!)
   done
-  wait
+  # Each process on its own: a bare `wait` returns 0 whatever they did.
+  for i in 1 2; do
+    if ! wait "${pids[i - 1]}" || ! grep -q images_per_second "$work/pair-$i"; then
+      echo "bench/compute.sh: process $i of the pair (seed $r) failed or printed no JSON line; its errors are above" >&2
+      exit 1
+    fi
+  done
   cat "$work/pair-1" "$work/pair-2" | python3 -c 'import json, sys; print(json.dumps({"images_per_second": sum(json.loads(l)["images_per_second"] for l in sys.stdin)}))' >>"$work/pair-sum"
 done
 

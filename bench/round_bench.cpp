@@ -42,7 +42,8 @@ double ms_a_round(WireType wire, int64_t n, const WireOptions& opts, int rounds,
     for (int i = 0; i < reps; ++i) round();
     ms.push_back((seconds_now() - t0) / reps * 1e3);
   }
-  return nth_smallest(ms, ms.size() / 2);
+  // The median; of an even count, the mean of the two middle timings.
+  return (nth_smallest(ms, (ms.size() - 1) / 2) + nth_smallest(ms, ms.size() / 2)) / 2;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ out=$(mktemp /tmp/pitrain-serve-bench-XXXXXX)
 server=$!
 trap 'kill $server 2>/dev/null; rm -f "$out"' EXIT
 for _ in $(seq 50); do grep -q "http://" "$out" && break; sleep 0.1; done
-port=$(grep -o "127.0.0.1:[0-9]*" "$out" | cut -d: -f2)
+port=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out")  # no pipeline: a miss must reach the message
 [ -n "$port" ] || { echo "serve did not start:"; cat "$out"; exit 1; }
 python3 "$root/bench/serve_load.py" --port "$port" --clients 1 --seconds "$seconds"
 python3 "$root/bench/serve_load.py" --port "$port" --clients "$clients" --seconds "$seconds"

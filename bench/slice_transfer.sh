@@ -11,7 +11,14 @@ rates=("${@:-20 100 1000}")
 # shellcheck source=bench/netns_link.sh
 . "$(dirname "$0")/netns_link.sh"
 a=ptx$$a b=ptx$$b
-cleanup() { ip netns del "$a" 2>/dev/null || true; ip netns del "$b" 2>/dev/null || true; }
+# The processes first: a server left waiting by a failed run would outlive its namespace's name.
+cleanup() {
+  local ns
+  for ns in "$a" "$b"; do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+}
 trap cleanup EXIT
 for rate in ${rates[@]}; do
   cleanup
@@ -32,11 +39,18 @@ s = socket.socket(); s.bind(("10.99.0.2", 5001)); s.listen(1)
 c, _ = s.accept()
 while c.recv(1 << 16): pass
 c.sendall(b"k")' &
-  sleep 0.5
   ip netns exec "$a" python3 -c '
 import socket, sys, time
 n, rate = int(sys.argv[1]), sys.argv[2]
-s = socket.create_connection(("10.99.0.2", 5001)); t = time.time()
+for tries in range(100):  # the server may not listen yet: up to 5 s
+    try:
+        s = socket.create_connection(("10.99.0.2", 5001))
+        break
+    except ConnectionRefusedError:
+        if tries == 99:
+            raise
+        time.sleep(0.05)
+t = time.time()
 s.sendall(bytes(n)); s.shutdown(socket.SHUT_WR); s.recv(1)
 print(f"{rate} Mbit/s: {n / 1e6:.1f} MB in {time.time() - t:.2f} s")' "$bytes" "$rate"
   wait

@@ -33,30 +33,39 @@ prepare_bench_data "$build" "$root" "$work/d.h5"
 [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OPENBLAS_NUM_THREADS=1
 # final NP ARGS...: for each seed, the last validation accuracy of a 96,000-image run (and with
-# --target the validation that first reached it); then the medians.
+# --target the validation that first reached it); then the medians. A run that fails or stops
+# short is "nan -" in its seed's cell (a warning on stderr) and out of the medians.
 final() {
-  local np=$1 steps=$((eval_images / (batch * $1)))
+  local np=$1 steps=$((eval_images / (batch * $1))) epochs=$((96000 / eval_images)) rc
   shift
   for seed in "${seeds[@]}"; do
     rm -f "$work/log.csv"
+    rc=0
     # shellcheck disable=SC2068
     mpirun -np "$np" --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 "$build/pitrain" train \
-      --data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 --epochs $((96000 / eval_images)) \
-      --steps-per-epoch "$steps" --seed "$seed" --log "$work/log.csv" --json $@ </dev/null >/dev/null
-    python3 - "$work/log.csv" "$target" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-hit = next((r["epoch"] for r in rows if sys.argv[2] and float(r["val_accuracy"]) >= float(sys.argv[2])), "-")
+      --data "$work/d.h5" --model "$model" --batch-size "$batch" --threads 1 --epochs "$epochs" \
+      --steps-per-epoch "$steps" --seed "$seed" --log "$work/log.csv" --json $@ </dev/null >/dev/null || rc=$?
+    python3 - "$work/log.csv" "$target" "$rc" "$epochs" "seed $seed, $np ranks, $*" <<'PY'
+import csv, os, sys
+log, target, rc, epochs, run = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+rows = list(csv.DictReader(open(log))) if os.path.exists(log) else []
+if rc != 0 or len(rows) < epochs:
+    print(f"bench/sync_accuracy.sh: {run}: exit {rc}, {len(rows)} of {epochs} epochs logged; "
+          "left out of the medians (its errors are above)", file=sys.stderr)
+    print("nan -")
+    sys.exit()
+hit = next((r["epoch"] for r in rows if target and float(r["val_accuracy"]) >= float(target)), "-")
 print(rows[-1]["val_accuracy"], hit)
 PY
   done | python3 -c '
-import sys, statistics as s
+import math, sys, statistics as s
 runs = [l.split() for l in sys.stdin]
-acc = [float(a) for a, _ in runs]
 cells = [f"{float(a):.4f}" + (f" ({e})" if sys.argv[1] else "") for a, e in runs]
-hits = [int(e) for _, e in runs if e != "-"]
-median_hit = (f" ({s.median(hits):g})" if len(hits) == len(runs) else " (-)") if sys.argv[1] else ""
-print(" | ".join(cells) + f" | {s.median(acc):.4f}" + median_hit)' "$target"
+ok = [(float(a), e) for a, e in runs if not math.isnan(float(a))]
+median = f"{s.median(a for a, _ in ok):.4f}" if ok else "nan"
+hits = [int(e) for _, e in ok if e != "-"]
+median_hit = (f" ({s.median(hits):g})" if ok and len(hits) == len(ok) else " (-)") if sys.argv[1] else ""
+print(" | ".join(cells) + f" | {median}" + median_hit)' "$target"
 }
 echo "| variant | hosts | $(printf 'seed %s | ' "${seeds[@]}")median |"
 echo "|---|---|$(printf -- '---|%.0s' "${seeds[@]}")---|"

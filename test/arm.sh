@@ -126,11 +126,15 @@ step "build"
 meson compile -C "$build" -j 2
 
 step "unit tests under qemu-$qemu"
+ran=0
 for t in "$build"/test/test_*; do
   [ -f "$t" ] && [ -x "$t" ] && [ "${t##*/}" != test_mpi ] || continue
   echo "-- ${t##*/}"
   run env PITRAIN_SOURCE="$PWD" "$PWD/$t"
+  ran=$((ran + 1))
 done
+# Finding no test binary is a failure, not a pass.
+[ "$ran" -gt 0 ] || { echo "test/arm.sh: no unit test binary in $build/test; see the build's output above" >&2; exit 1; }
 $unit_only && exit 0
 step "MPI tests under qemu-$qemu, mpirun -np 2"
 run mpirun -np 2 --oversubscribe --bind-to none "$PWD/$build/test/test_mpi"

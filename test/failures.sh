@@ -4,7 +4,8 @@
 # stalled rank (watchdog), kill -9 of one rank (the job ends; resume on fewer ranks), kill -9
 # while checkpoints are written (the last one always loads), a stop after an epoch's last step
 # (the resumed epoch validates alone), NaN (stops, the checkpoint stays as it was, also with
-# int4 gradients), and saves by the clock with local SGD. Needs $PITRAIN and h5diff.
+# int4 gradients), saves by the clock with local SGD, and `pitrain elastic` on this machine
+# (an earlier run's checkpoint, SIGHUP). Needs $PITRAIN and h5diff.
 set -u
 PITRAIN=${PITRAIN:?set PITRAIN to the pitrain binary}
 work=$(mktemp -d /tmp/pitrain-fail-XXXXXX)
@@ -13,7 +14,13 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
 mpi() { mpirun -q --oversubscribe --bind-to none "$@" </dev/null; }
-ranks_of() { pgrep -f "pitrain train --data $work/d.h5" | grep -v "^$$\$"; }
+# The ranks, by the rank number in their environment: mpirun's command line matches the pattern too.
+ranks_of() {
+  local pid
+  for pid in $(pgrep -f "pitrain train --data $work/d.h5"); do
+    grep -qz '^OMPI_COMM_WORLD_RANK=' "/proc/$pid/environ" 2>/dev/null && echo "$pid"
+  done
+}
 
 python3 - "$work" <<'PY'
 import gzip, os, random, struct, sys
@@ -81,15 +88,15 @@ mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 4 --steps-per-epoch 1 --resume "$wor
   ! grep -h "^Epoch\\|^[0-9]" "$work/last.out" "$work/last.csv" | grep -qi "nan\\|inf" && ok "resume after a stop at an epoch's last step: its validation alone" ||
   { fail "resume after a stop at an epoch's last step"; cat "$work/last.out" "$work/last.csv"; }
 
-"$PITRAIN" "${train[@]}" --epochs 1000 >"$work/int.out" 2>&1 &
+# In $work: without --checkpoint, pitrain-stopped.h5 goes into the working directory.
+(cd "$work" && exec "$PITRAIN" "${train[@]}" --epochs 1000 >"$work/int.out" 2>&1) &
 job=$!
 sleep 1.5
 kill -INT $job
 wait $job
 rc=$?
-[ $rc -eq 130 ] && grep -q "stopped by SIGINT" "$work/int.out" && [ -f pitrain-stopped.h5 ] \
+[ $rc -eq 130 ] && grep -q "stopped by SIGINT" "$work/int.out" && [ -f "$work/pitrain-stopped.h5" ] \
   && ok "SIGINT without --checkpoint: exit 130, saved pitrain-stopped.h5" || { fail "SIGINT gave exit $rc"; cat "$work/int.out"; }
-rm -f pitrain-stopped.h5
 
 # 2. A rank that stops responding (SIGSTOP): the others' watchdog ends the job. Budgets far
 # beyond the 2 s before the stop (mlp at batch 16 ran 50 epochs of 2,000 images in under 2 s).
@@ -177,6 +184,29 @@ elif [ $rc -eq 0 ] && [ "${seconds:-0}" -lt 1 ]; then
   ok "clock saves with local SGD: skipped, the run took under a second ($versions versions)"
 else
   fail "clock saves with local SGD: exit $rc, $versions versions of the checkpoint in ${seconds:-?}s"; cat "$work/clock.out"
+fi
+
+# 7. pitrain elastic on this machine alone (no ssh: it answers without a probe). A checkpoint
+# left at --checkpoint by an earlier run is not this run's: a rank killed before this run's first
+# save restarts from scratch, not from the old file. A closed terminal (SIGHUP) stops it with
+# this run's checkpoint and ends every rank.
+echo "localhost slots=2" >"$work/hosts"
+"$PITRAIN" "${train[@]}" --epochs 1 --steps-per-epoch 50 --checkpoint "$work/el.h5" >/dev/null 2>&1
+"$PITRAIN" elastic --hostfile "$work/hosts" --probe-timeout 2 --mpirun-args "--oversubscribe --bind-to none" \
+  -- "${train[@]}" --epochs 2 --steps-per-epoch 1000000 --checkpoint "$work/el.h5" >"$work/el.out" 2>&1 &
+job=$!
+for _ in $(seq 100); do grep -q "^pitrain: 2 ranks" "$work/el.out" && break; sleep 0.1; done
+sleep 1  # steps reported (the epoch, and so the first save, never ends)
+kill -KILL "$(ranks_of | tail -n 1)" 2>/dev/null
+for _ in $(seq 300); do grep -q "training again" "$work/el.out" && break; sleep 0.1; done
+kill -HUP $job
+wait $job
+rc=$?
+if [ $rc -eq 129 ] && grep -q "checkpoint at 0); resuming on 2 ranks" "$work/el.out" && ! grep -q "resumed after step" "$work/el.out" &&
+  grep -q "stopped by SIGHUP; .*el.h5 holds step [0-9]*; continue with" "$work/el.out" && [ -z "$(ranks_of)" ]; then
+  ok "elastic: an earlier run's checkpoint is not resumed; SIGHUP: exit 129, $(grep -o 'el.h5 holds step [0-9]*' "$work/el.out")"
+else
+  fail "elastic on this machine: exit $rc"; cat "$work/el.out"
 fi
 
 echo "failures: $failures failure(s)"

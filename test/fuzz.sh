@@ -35,8 +35,8 @@ status=0
 for target in readers checkpoint; do
   echo "fuzzing $target for ${seconds}s"
   (cd "$work" && ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 "$build/fuzz_$target" -max_total_time="$seconds" -max_len=65536 \
-    -print_final_stats=1 "$work/$target" "$root/test/fuzz/regressions" 2>&1 | grep -E "^(stat::number_of_executed_units|SUMMARY|==[0-9]+==ERROR)" || true)
-  for crash in "$work"/crash-* "$work"/leak-* "$work"/timeout-*; do
+    -print_final_stats=1 "$work/$target" "$root/test/fuzz/regressions" 2>&1 | grep -E "^(stat::number_of_executed_units|SUMMARY|==[0-9]+== ?ERROR)" || true)
+  for crash in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
     [ -e "$crash" ] || continue
     cp "$crash" "$root/test/fuzz/regressions/$target-$(basename "$crash")"
     echo "found: test/fuzz/regressions/$target-$(basename "$crash")"

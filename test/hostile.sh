@@ -5,7 +5,7 @@
 # exception), a peak resident memory under 200 MB (GNU time's %M: the largest of mpirun and its
 # ranks), and the input files unchanged (checksums before and after). A virtual-memory limit
 # (ulimit -v, 2 GB: mpirun and MPI map far more than they use) keeps a regression from taking the
-# machine down. Needs $PITRAIN and python3 with h5py (python3-h5py).
+# machine down. Needs $PITRAIN, python3 with h5py (python3-h5py) and GNU time (time).
 set -u
 PITRAIN=${PITRAIN:?set PITRAIN to the pitrain binary}
 work=$(mktemp -d /tmp/pitrain-hostile-XXXXXX)
@@ -14,6 +14,7 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 py=$(for p in python3 /usr/bin/python3; do "$p" -c 'import h5py' 2>/dev/null && echo "$p" && break; done)
 [ -n "$py" ] || { echo "hostile: needs python3 with h5py (apt-get install python3-h5py)"; exit 1; }
+[ -x /usr/bin/time ] || { echo "hostile: needs GNU time for the peak memory (apt-get install time)"; exit 1; }
 in=$work/in  # every input; only outputs go to $work/out
 mkdir -p "$in" "$work/out"
 
