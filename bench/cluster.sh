@@ -207,5 +207,5 @@ done
 
 # --- table and plot ---------------------------------------------------------------------------
 cp "$summary" "$out/summary.jsonl"
-python3 "$root/bench/cluster_report.py" "$out" "$target" "$cpu" "$latency_us"
+python3 "$root/bench/cluster_report.py" "$out" "$target" "$cpu" "$latency_us" "$bench_data"
 cat "$out/cluster.md"

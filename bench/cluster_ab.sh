@@ -45,7 +45,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_R
 make_profile_cluster "$hosts" "$profile"
 emulated_hostfile "$hosts" >"$work/hosts"
 
-echo "$hosts emulated hosts, $cpu core each, $profile, $latency ms added a frame; $model, batch $batch a rank, $epochs epochs of $steps steps"
+echo "$hosts emulated hosts, $cpu core each, $profile, $latency ms added a frame; $model, batch $batch a rank, $epochs epochs of $steps steps; data: $bench_data"
 echo
 echo "| round | variant | ms/step | s to ${target:-no target} | MPI share | val acc after each epoch | --sync auto's choice |"
 echo "|---|---|---|---|---|---|---|"

@@ -3,11 +3,11 @@
 by bench/cluster.sh), writes OUT/cluster.md (medians over the repeated runs of each configuration)
 and, with gnuplot, OUT/cluster.png: one panel per model and link, validation accuracy against
 training seconds, 1 host and N hosts, both trainers, every run.
-usage: bench/cluster_report.py OUT TARGET CPU LATENCY_US"""
+usage: bench/cluster_report.py OUT TARGET CPU LATENCY_US DATA"""
 import csv, json, os, shutil, subprocess, sys
 from statistics import median
 
-out, target, cpu, latency_us = sys.argv[1], float(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+out, target, cpu, latency_us, data = sys.argv[1], float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
 latency = f"{latency_us / 1000:g} ms added to every frame a host sends" if latency_us else "no latency added to the links"
 rows = list(csv.DictReader(open(os.path.join(out, "cluster.csv"))))
 summary = [json.loads(l) for l in open(os.path.join(out, "summary.jsonl")) if l.strip()]
@@ -41,7 +41,7 @@ def summarise(k):
 configs = list(dict.fromkeys(key(s) for s in summary))
 stats = {k: summarise(k) for k in configs}
 runs = max(s["runs"] for s in stats.values())
-lines = [f"target validation accuracy {target}; {cpu} core a host; times are training seconds "
+lines = [f"data: {data}; target validation accuracy {target}; {cpu} core a host; times are training seconds "
          f"(validation excluded); {'medians of ' + str(runs) + ' runs; ' if runs > 1 else ''}{latency}", "",
          "| trainer | model | link | hosts | time to target s | vs 1 host | ms/step | images/s | MPI share | final val acc |",
          "|---|---|---|---|---|---|---|---|---|---|"]

@@ -67,6 +67,8 @@ hits = [int(e) for _, e in ok if e != "-"]
 median_hit = (f" ({s.median(hits):g})" if ok and len(hits) == len(ok) else " (-)") if sys.argv[1] else ""
 print(" | ".join(cells) + f" | {median}" + median_hit)' "$target"
 }
+echo "data: $bench_data"
+echo
 echo "| variant | hosts | $(printf 'seed %s | ' "${seeds[@]}")median |"
 echo "|---|---|$(printf -- '---|%.0s' "${seeds[@]}")---|"
 echo "| one host | 1 | $(final 1) |"
