@@ -42,8 +42,7 @@ double ms_a_round(WireType wire, int64_t n, const WireOptions& opts, int rounds,
     for (int i = 0; i < reps; ++i) round();
     ms.push_back((seconds_now() - t0) / reps * 1e3);
   }
-  // The median; of an even count, the mean of the two middle timings.
-  return (nth_smallest(ms, (ms.size() - 1) / 2) + nth_smallest(ms, ms.size() / 2)) / 2;
+  return median(ms);
 }
 
 }  // namespace
@@ -60,6 +59,7 @@ int main(int argc, char** argv) {
   int status = 0;
   try {
     const auto args = options.parse(argc, argv);
+    if (args["rounds"].as<int>() < 1 || args["reps"].as<int>() < 1) throw std::runtime_error("--rounds and --reps must be 1 or more");
     const std::string model_name = args["model"].as<std::string>();
     const Model model(model_name, args["classes"].as<int>());
     const int64_t n = model.num_params();

@@ -163,7 +163,7 @@ double time_step(ThreadedModel& threaded, const Split& train, const TrainOptions
     while (seconds_now() - t0 < 0.02);
     windows.push_back((seconds_now() - t0) / reps);
   }
-  return nth_smallest(windows, windows.size() / 2);
+  return median(windows);
 }
 
 // Evaluates the parameters `common` on the model, whose own parameters are put back after.
