@@ -78,6 +78,8 @@ pid_t spawn(const std::vector<std::string>& command, bool quiet) {
   return pid;
 }
 
+namespace {
+
 // The value mpirun would take for MCA parameter `name`: `--mca name X` in its arguments, else
 // OMPI_MCA_name.
 std::string mca_value(const std::vector<std::string>& mpirun_args, const std::string& name) {
@@ -87,6 +89,17 @@ std::string mca_value(const std::vector<std::string>& mpirun_args, const std::st
     if ((mpirun_args[i] == "--mca" || mpirun_args[i] == "-mca") && mpirun_args[i + 1] == name) value = mpirun_args[i + 2];
   return value;
 }
+
+// This machine: mpirun starts ranks here without its remote shell, so no probe is needed (and
+// a Pi or laptop need not run an ssh server to itself).
+bool is_this_host(const std::string& name) {
+  char here[256] = {};
+  gethostname(here, sizeof here - 1);
+  const std::string host = here, short_host = host.substr(0, host.find('.'));
+  return name == "localhost" || name.rfind("127.", 0) == 0 || name == "::1" || name == host || name == short_host;
+}
+
+}  // namespace
 
 std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args, double timeout_seconds) {
   std::string agent = mca_value(mpirun_args, "plm_rsh_agent");
@@ -99,15 +112,6 @@ std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_arg
     shell.insert(shell.end(), {"-o", "BatchMode=yes",  // never ask a password
                                "-o", "ConnectTimeout=" + std::to_string(std::max(1, int(timeout_seconds)))});
   return shell;
-}
-
-// This machine: mpirun starts ranks here without its remote shell, so no probe is needed (and
-// a Pi or laptop need not run an ssh server to itself).
-bool is_this_host(const std::string& name) {
-  char here[256] = {};
-  gethostname(here, sizeof here - 1);
-  const std::string host = here, short_host = host.substr(0, host.find('.'));
-  return name == "localhost" || name.rfind("127.", 0) == 0 || name == "::1" || name == host || name == short_host;
 }
 
 std::vector<bool> probe_hosts(const std::vector<std::string>& shell, const std::vector<Host>& hosts,
