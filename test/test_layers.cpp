@@ -77,6 +77,9 @@ void check_gradients(Layer& layer, int n, const Context& ctx = {}, float h = 1e-
   };
   loss();
   std::vector<float> dy = r;
+  // backward overwrites dw and dx (the model never zeroes its gradients): no NaN may stay
+  std::fill(dw.begin(), dw.end(), std::nanf(""));
+  std::fill(dx.begin(), dx.end(), std::nanf(""));
   layer.backward(x.data(), y.data(), dy.data(), dx.data(), n);
   compare(loss, x, dx, layer.spec() + " dx", SIZE_MAX, h);
   compare(loss, w, dw, layer.spec() + " dw", SIZE_MAX, h);
@@ -155,6 +158,7 @@ TEST_CASE("Winograd and im2col compute the same convolution and gradients") {
     winograd->forward(x.data(), kernel.data(), u.data(), y1.data(), n);
     im2col->forward(x.data(), kernel.data(), nullptr, y2.data(), n);
     auto dy1 = dy, dy2 = dy;
+    for (auto* v : {&dk1, &dk2, &dx1, &dx2}) std::fill(v->begin(), v->end(), std::nanf(""));  // overwritten, not added to
     winograd->backward(dy1.data(), kernel.data(), u.data(), dk1.data(), dx1.data(), n);
     im2col->backward(dy2.data(), kernel.data(), nullptr, dk2.data(), dx2.data(), n);
     for (auto [a, b] : {std::pair{&y1, &y2}, std::pair{&dk1, &dk2}, std::pair{&dx1, &dx2}})
@@ -181,6 +185,16 @@ TEST_CASE("conv2d forward against a hand-computed case") {
   same->forward(x.data(), ys.data(), 1, {});
   CHECK(ys[0] == 1 + 2 + 4 + 5);  // the corner sees a 2x2 window inside the zero padding
   CHECK(ys[4] == 45);
+  // An even kernel with 'same' pads as Keras (TensorFlow) does: the extra row and column go
+  // below and to the right, so each output sums the window starting at its own pixel.
+  auto even = from_spec("conv2d(1,2,same)", {3, 3, 1});
+  std::vector<float> ones2(5, 1.0f), d2(5);
+  ones2[4] = 0;
+  even->bind(ones2.data(), d2.data());
+  even->reserve(1);
+  std::vector<float> ye(9);
+  even->forward(x.data(), ye.data(), 1, {});
+  CHECK(ye == std::vector<float>{12, 16, 9, 24, 28, 15, 15, 17, 9});
 }
 
 TEST_CASE("maxpool2d: floor on odd sizes, gradient to the maximum only") {
@@ -261,6 +275,20 @@ TEST_CASE("dropout: inverted scaling in training, identity in inference, mask pe
   CHECK(y2 != y);
   drop->forward(x.data(), y2.data(), 1, Context{false, 1});
   CHECK(y2 == x);
+}
+
+TEST_CASE("dropout: a share of the batch draws the same mask as the whole batch, at widths off its draws of four") {
+  // 7 units a row: a share starting at row 1 starts inside a draw of four, and rows end in a tail.
+  auto whole = from_spec("dropout(0.5)", {1, 1, 7}), share = from_spec("dropout(0.5)", {1, 1, 7});
+  whole->reserve(4), share->reserve(3);
+  std::vector<float> x(28, 1.0f), y(28), y_share(21);
+  whole->forward(x.data(), y.data(), 4, Context{true, 5});
+  Context rows_1_to_3{true, 5};
+  rows_1_to_3.first_row = 1, rows_1_to_3.batch_rows = 4;
+  share->forward(x.data() + 7, y_share.data(), 3, rows_1_to_3);
+  CHECK(std::equal(y_share.begin(), y_share.end(), y.begin() + 7));
+  CHECK(std::count(y.begin(), y.end(), 0.0f) > 0);  // a mask, not all kept
+  CHECK(std::count(y.begin(), y.end(), 2.0f) > 0);
 }
 
 TEST_CASE("softmax cross-entropy: values, stability and gradient") {

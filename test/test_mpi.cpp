@@ -31,9 +31,13 @@ TEST_CASE("the ranks' slices cover every row once") {
   test::write_synthetic_dataset(dir / "d.h5", 103, 17, 3);
   Comm comm;
   auto s = load_rank_slice(dir / "d.h5", "train", comm.rank(), comm.size());
-  double rows[2] = {double(s.data.size()), double(s.first_row * s.first_row)};
-  comm.allreduce_sum(rows, 2);
-  CHECK(rows[0] == 103);
+  // (first row, rows) of every rank: each slice starts where the one before ends, from 0 to 103
+  const int64_t mine[2] = {s.first_row, int64_t(s.data.size())};
+  std::vector<int64_t> all(size_t(2 * comm.size()));
+  MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm.raw());
+  CHECK(all[0] == 0);
+  for (int r = 1; r < comm.size(); ++r) CHECK(all[size_t(2 * r)] == all[size_t(2 * r - 2)] + all[size_t(2 * r - 1)]);
+  CHECK(all[size_t(2 * comm.size() - 2)] + all[size_t(2 * comm.size() - 1)] == 103);
   const auto full = test::synthetic_split(103, 3, 1);
   CHECK(std::equal(s.data.labels.begin(), s.data.labels.end(), full.labels.begin() + s.first_row));
 }
@@ -42,8 +46,10 @@ TEST_CASE("connect_all: every pair exchanges one message, and none is left over"
   Comm comm;
   comm.connect_all();
   comm.connect_all();  // twice: a second call must pair with the second call on the other ranks
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank's messages are sent: a stray one has 100 ms to arrive
   int pending = 0;
-  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &pending, MPI_STATUS_IGNORE);
+  for (const double until = MPI_Wtime() + 0.1; !pending && MPI_Wtime() < until;)
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &pending, MPI_STATUS_IGNORE);
   MPI_Allreduce(MPI_IN_PLACE, &pending, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   CHECK(pending == 0);
 }
@@ -94,14 +100,20 @@ TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto anot
   TrainOptions o = test::short_run(dir / "d.h5", "mlp", 3, 8);
   o.steps_per_epoch = 6;
   std::ostringstream out;
-  const auto full = fit(o, comm, out);
-  o.epochs = 1;
-  o.checkpoint = dir / "one.h5";
-  fit(o, comm, out);
-  o.epochs = 3;
-  o.resume = dir / "one.h5";
-  o.checkpoint.clear();
-  CHECK(fit(o, comm, out).params == full.params);
+  // Adam, and SGD with momentum: each optimizer's state travels in the checkpoint.
+  for (const auto& [optimizer, momentum] : {std::pair{"adam", 0.0f}, std::pair{"sgd", 0.9f}}) {
+    INFO(optimizer);
+    TrainOptions run = o;
+    run.optimizer = optimizer, run.momentum = momentum;
+    const auto full = fit(run, comm, out);
+    run.epochs = 1;
+    run.checkpoint = dir / "one.h5";
+    fit(run, comm, out);
+    run.epochs = 3;
+    run.resume = dir / "one.h5";
+    run.checkpoint.clear();
+    CHECK(fit(run, comm, out).params == full.params);
+  }
 
   // Rank 0 alone trains an epoch, then all ranks continue from its checkpoint.
   MPI_Comm solo;
@@ -471,10 +483,13 @@ TEST_CASE("error feedback's residual is in the values' units, whatever the ranks
   }
 }
 
-TEST_CASE("int8 and int4 on the wire: the ranks' mean, to within each block's own scale") {
+TEST_CASE("int8, int4, fp16 and bf16 on the wire: the ranks' mean, to within each block's own scale") {
   Comm comm;
   const int64_t n = 1000;  // blocks of 256 (int8) or 64 (int4): the last one partial, a range ends mid-block
-  const auto [wire_type, top] = GENERATE(std::make_pair(WireType::int8, 127), std::make_pair(WireType::int4, 7));
+  // top: the steps a block's largest value is cut into (the 16-bit formats' steps are relative:
+  // 2^10 and 2^7 of a value, finer than these of its block's largest)
+  const auto [wire_type, top] = GENERATE(std::make_pair(WireType::int8, 127), std::make_pair(WireType::int4, 7),
+                                         std::make_pair(WireType::fp16, 1024), std::make_pair(WireType::bf16, 128));
   INFO(wire_type_name(wire_type));
   auto wire = make_wire_average(wire_type, comm, n, WireOptions());
   auto value = [](int rank, int64_t i) { return float(rank + 1) * std::sin(float(i)) * (i < 256 ? 1e-3f : 1.0f); };

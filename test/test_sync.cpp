@@ -51,6 +51,11 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
       average->start(g.data(), 0, n);
       const std::vector<float>& got = average->finish();
       for (int64_t i = 0; i < n; ++i) sent[size_t(i)] += got[size_t(i)];
+      if (step == 0 && wire != WireType::powersgd) {  // nothing carried yet: what went is the values, rounded
+        const double bound = wire == WireType::fp16 ? 5e-4 / 1024 : wire == WireType::bf16 ? 5e-4 / 128
+                             : wire == WireType::int8 ? 5e-4 / 127 : 2 * 5e-4 / 7;  // int4: its scale may coarsen
+        for (int64_t i = 0; i < n; ++i) REQUIRE(std::abs(got[size_t(i)] - g[size_t(i)]) <= bound);
+      }
       double worst = 0;
       for (int64_t i = 0; i < n; ++i)
         worst = std::max(worst, std::abs(sent[size_t(i)] + average->residual()[size_t(i)] - truth[size_t(i)]));
@@ -155,6 +160,19 @@ TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the 
   // P (40 x 4) and Q (50 x 4) a block of 64 a column; the rest before the weight (700 values)
   // and after it (300) from blocks of their own.
   CHECK(wire_bytes(WireType::powersgd, n, opts) == int4_wire_bytes(4 * 64 + 704 + 320) + int4_wire_bytes(4 * 64));
+}
+
+TEST_CASE("a model's kernels as PowerSGD's 2-D weights: where each is in the buffer, (fan-in, units)") {
+  // cnn, 15 classes: conv 3x3x1 -> 32 (+32 biases), conv 3x3x32 -> 64 (+64), dense 1600 -> 15
+  const auto m = weight_matrices(Model("cnn", 15));
+  REQUIRE(m.size() == 3);
+  const int64_t want[3][3] = {{0, 9, 32}, {320, 288, 64}, {18816, 1600, 15}};
+  for (int i = 0; i < 3; ++i) {
+    INFO(i);
+    CHECK(m[size_t(i)].offset == want[i][0]);
+    CHECK(m[size_t(i)].rows == want[i][1]);
+    CHECK(m[size_t(i)].cols == want[i][2]);
+  }
 }
 
 TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds as it slows") {
