@@ -176,24 +176,22 @@ TEST_CASE("conv2d forward against a hand-computed case") {
   conv->forward(x.data(), y.data(), 1, {});
   CHECK(y == std::vector<float>{1 + 4 + 12 + 20 + 0.5f, 2 + 6 + 15 + 24 + 0.5f, 4 + 10 + 21 + 32 + 0.5f,
                                 5 + 12 + 24 + 36 + 0.5f});
-  auto same = from_spec("conv2d(1,3,same)", {3, 3, 1});
-  std::vector<float> ones(10, 1.0f), d(10);
-  ones[9] = 0;
-  same->bind(ones.data(), d.data());
-  same->reserve(1);
-  std::vector<float> ys(9);
-  same->forward(x.data(), ys.data(), 1, {});
+  // A kernel of ones and no bias: each output is the sum of its window over x.
+  auto window_sums = [&](const std::string& spec, int k) {
+    auto layer = from_spec(spec, {3, 3, 1});
+    std::vector<float> ones(size_t(k * k + 1), 1.0f), d(ones.size()), out(9);
+    ones.back() = 0;
+    layer->bind(ones.data(), d.data());
+    layer->reserve(1);
+    layer->forward(x.data(), out.data(), 1, {});
+    return out;
+  };
+  const auto ys = window_sums("conv2d(1,3,same)", 3);
   CHECK(ys[0] == 1 + 2 + 4 + 5);  // the corner sees a 2x2 window inside the zero padding
   CHECK(ys[4] == 45);
   // An even kernel with 'same' pads as Keras (TensorFlow) does: the extra row and column go
   // below and to the right, so each output sums the window starting at its own pixel.
-  auto even = from_spec("conv2d(1,2,same)", {3, 3, 1});
-  std::vector<float> ones2(5, 1.0f), d2(5);
-  ones2[4] = 0;
-  even->bind(ones2.data(), d2.data());
-  even->reserve(1);
-  std::vector<float> ye(9);
-  even->forward(x.data(), ye.data(), 1, {});
+  const auto ye = window_sums("conv2d(1,2,same)", 2);
   CHECK(ye == std::vector<float>{12, 16, 9, 24, 28, 15, 15, 17, 9});
 }
 
