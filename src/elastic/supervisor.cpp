@@ -142,7 +142,7 @@ class Supervisor {
       if (r.stopped_by) {
         const int64_t saved = saved_step();
         say(std::string("stopped by ") + signal_name(r.stopped_by) + "; " +
-            (saved < 0 ? "no checkpoint was written yet"
+            (saved < 0 ? resume_hint(saved)
                        : checkpoint_ + " holds step " + std::to_string(saved) + "; continue with the same command plus --resume " +
                              checkpoint_ + " among the train arguments"));
         return 128 + r.stopped_by;
