@@ -365,6 +365,31 @@ TEST_CASE("local SGD's last agreement: what the low-rank rounds left out reaches
   CHECK(run(false) > 0.02);
 }
 
+TEST_CASE("local SGD after a warm-up: what rounding left of the warm-up's gradients does not move the weights") {
+  Comm comm;
+  if (comm.size() == 1) return;  // one rank syncs nothing
+  const int64_t n = 200;
+  std::vector<float> grads(size_t(n), 0.0f);
+  grads[0] = 1000.0f, grads[1] = 1.0f;  // int8 in one block of scale 1000/127: the 1 rounds to 0, into the residual
+  auto opt = make_optimizer("sgd", n, 0);
+  for (const bool final : {false, true}) {  // a round after steps 1-2, or the last agreement before any round
+    SyncOptions o;
+    o.sync_every = 2, o.sync_warmup = 1, o.wire = WireType::int8, o.error_feedback = true;
+    const std::vector<float> start(size_t(n), 0.5f);
+    std::vector<float> p = start;
+    auto sync = make_sync_strategy(comm, p.data(), n, o);
+    const int steps = final ? 2 : 3;
+    for (int step = 0; step < steps; ++step) {  // the gradients averaged at step 0; no step taken with them
+      std::vector<float> g = grads;
+      sync->gradients_ready(g.data(), 0, step);
+      sync->reduce_gradients(g.data(), step, *opt);
+      sync->after_update(p.data(), step);
+    }
+    if (final) sync->agree_final(p.data(), 1);
+    CHECK(p == start);
+  }
+}
+
 TEST_CASE("local SGD's outer optimizer: Nesterov momentum on the rounds' mean change") {
   Comm comm;
   if (comm.size() == 1) return;  // one rank syncs nothing: no rounds to check

@@ -126,6 +126,27 @@ TEST_CASE("int4 on the wire: levels in a prefix code, 120 bytes a block of 256, 
   CHECK(ones == 2);
 }
 
+namespace {
+
+// A weight of rank 3 (a sum of three outer products) at v[at, at + rows * cols).
+void put_rank3_weight(std::vector<float>& v, int64_t at, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      v[size_t(at + i * cols + j)] = std::cos(float(i)) * float(j) + float(i % 7) * std::sin(float(j)) - 0.01f * float(i * i);
+}
+
+// sqrt(sum (got - want)^2 / sum want^2) over [lo, hi).
+double relative_error(const std::vector<float>& got, const std::vector<float>& want, int64_t lo, int64_t hi) {
+  double error = 0, norm = 0;
+  for (int64_t i = lo; i < hi; ++i) {
+    const double d = got[size_t(i)] - want[size_t(i)];
+    error += d * d, norm += double(want[size_t(i)]) * want[size_t(i)];
+  }
+  return std::sqrt(error / norm);
+}
+
+}  // namespace
+
 TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the rest as it is, in int4") {
   Comm comm;
   const int64_t n = 3000, rows = 40, cols = 50, at = 700;
@@ -134,20 +155,15 @@ TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the 
   opts.matrices = {{at, rows, cols}, {2900, 10, 10}};  // the second is too small to gain: sent whole
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = std::sin(float(i));
-  for (int64_t i = 0; i < rows; ++i)  // rank 3: a sum of three outer products
-    for (int64_t j = 0; j < cols; ++j)
-      v[size_t(at + i * cols + j)] = std::cos(float(i)) * float(j) + float(i % 7) * std::sin(float(j)) - 0.01f * float(i * i);
+  put_rank3_weight(v, at, rows, cols);
   auto average = make_wire_average(WireType::powersgd, comm, n, opts);
   CHECK(average->whole_vector());
   average->start(v.data(), 0, n);
   const std::vector<float>& got = average->finish();
-  double error = 0, norm = 0;  // of the low-rank weight
   for (int64_t i = 0; i < n; ++i) {
     INFO(i);
     const double want = v[size_t(i)];
-    if (i >= at && i < at + rows * cols) {
-      error += (got[size_t(i)] - want) * (got[size_t(i)] - want), norm += want * want;
-    } else {  // |sin| <= 1 in a block: rounded to a step of 1/7, or, where its many large levels
+    if (i < at || i >= at + rows * cols) {  // |sin| <= 1 in a block: rounded to a step of 1/7, or, where its many large levels
               // would not fit int4's code, a coarser one (measured: up to 2.9/7); what rounding
               // took waits in the residual
       REQUIRE(std::abs(got[size_t(i)] - want) <= 0.5 * 3 / 7);
@@ -156,10 +172,27 @@ TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the 
   }
   // int4 factors keep ~1/14 of a column block's largest value, in P and in Q: measured 0.107.
   // A factor that missed a direction of the weight would be off by about the weight itself (1).
-  CHECK(std::sqrt(error / norm) < 0.15);
+  CHECK(relative_error(got, v, at, at + rows * cols) < 0.15);
   // P (40 x 4) and Q (50 x 4) a block of 64 a column; the rest before the weight (700 values)
   // and after it (300) from blocks of their own.
   CHECK(wire_bytes(WireType::powersgd, n, opts) == int4_wire_bytes(4 * 64 + 704 + 320) + int4_wire_bytes(4 * 64));
+}
+
+TEST_CASE("PowerSGD: a round of zeros does not silence a weight for the rounds after") {
+  // A round with nothing learnt (a resume at an epoch's end, before any step) gave Q = M^T P = 0,
+  // which warm-started every later round at zero: the weight never travelled again.
+  Comm comm;
+  const int64_t n = 2000, rows = 40, cols = 50;
+  WireOptions opts;
+  opts.low_rank = 4;
+  opts.matrices = {{0, rows, cols}};
+  auto average = make_wire_average(WireType::powersgd, comm, n, opts);
+  std::vector<float> v(static_cast<size_t>(n), 0.0f);
+  average->start(v.data(), 0, n);
+  average->finish();
+  put_rank3_weight(v, 0, rows, cols);
+  average->start(v.data(), 0, n);
+  CHECK(relative_error(average->finish(), v, 0, rows * cols) < 0.15);
 }
 
 TEST_CASE("a model's kernels as PowerSGD's 2-D weights: where each is in the buffer, (fan-in, units)") {

@@ -13,7 +13,10 @@ namespace pitrain {
 
 class Comm {
  public:
-  explicit Comm(MPI_Comm comm = MPI_COMM_WORLD);  // MPI must be initialised
+  explicit Comm(MPI_Comm comm = MPI_COMM_WORLD);  // MPI must be initialised; collective
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
   int rank() const { return rank_; }
   int size() const { return size_; }
   void broadcast(float* data, int64_t n, int root = 0);
@@ -48,6 +51,11 @@ class Comm {
  private:
   class InMpi;
   MPI_Comm comm_;
+  // The blocking calls' duplicate of comm_. A local SGD round's second allreduce starts when
+  // each rank sees its first complete, and an epoch's blocking reductions may come between on
+  // one rank and not on another; MPI matches a communicator's collectives in the order each
+  // rank calls them, whether blocking or not, so the two kinds must not share one.
+  MPI_Comm blocking_;
   std::atomic<bool> in_mpi_{false};
   int rank_ = 0, size_ = 1;
   double mpi_seconds_ = 0;

@@ -32,19 +32,26 @@ class Comm::InMpi {
   double t0_;
 };
 
-Comm::Comm(MPI_Comm comm) : comm_(comm) {
+Comm::Comm(MPI_Comm comm) : comm_(comm), blocking_(comm) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  if (size_ > 1) MPI_Comm_dup(comm_, &blocking_);
+}
+
+Comm::~Comm() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (blocking_ != comm_ && !finalized) MPI_Comm_free(&blocking_);
 }
 
 void Comm::broadcast(float* data, int64_t n, int root) {
   InMpi timed(*this);
-  in_chunks(n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, comm_); });
+  in_chunks(n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, blocking_); });
 }
 
 void Comm::broadcast(uint64_t* data, int n, int root) {
   InMpi timed(*this);
-  MPI_Bcast(data, n, MPI_UINT64_T, root, comm_);
+  MPI_Bcast(data, n, MPI_UINT64_T, root, blocking_);
 }
 
 void Comm::broadcast(std::string& text, int root) {
@@ -52,14 +59,14 @@ void Comm::broadcast(std::string& text, int root) {
   broadcast(&size, 1, root);
   text.resize(size_t(size));
   InMpi timed(*this);
-  MPI_Bcast(text.data(), int(size), MPI_CHAR, root, comm_);
+  MPI_Bcast(text.data(), int(size), MPI_CHAR, root, blocking_);
 }
 
 void Comm::allreduce_sum(double* data, int64_t n) {
   if (size_ == 1) return;
   InMpi timed(*this);
   in_chunks(n, [&](int64_t off, int count) {
-    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, comm_);
+    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, blocking_);
   });
   bytes_sent_ += n * int64_t(sizeof(double));
   ++collectives_;
@@ -117,7 +124,7 @@ void Comm::connect_all() {
 
 int Comm::first_failed(bool ok) {
   int v = ok ? size_ : rank_;
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm_);
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, blocking_);
   return v;
 }
 

@@ -67,7 +67,12 @@ class LocalSgd : public SyncStrategy {
 
   void after_update(float* params, int64_t step) override {
     if (step < warmup_) {  // the ranks stay equal; the last warm-up step is the first anchor
-      if (step + 1 == warmup_) std::copy(params, params + anchor_.size(), anchor_.begin());
+      if (step + 1 == warmup_) {
+        std::copy(params, params + anchor_.size(), anchor_.begin());
+        // The residual holds gradients (what rounding left of the warm-up's last average); the
+        // rounds send changes of the parameters, which it must not join.
+        per_step_.wire().clear_residual();
+      }
       return;
     }
     if (overlap_steps_ > 0 && round_step_ >= 0 && step - round_step_ >= overlap_steps_) finish_round(params, step, pace_.adapts(), false);

@@ -98,7 +98,7 @@ class PowerSgdAverage : public WireAverage {
         second_(size_t(layout_.second)), sum_first_(make_int4_sum(layout_.first)), sum_second_(make_int4_sum(layout_.second)) {
     residual_.assign(size_t(n), 0.0f);
     // Q starts random, the same on every rank; from then on it is the last round's average.
-    for (size_t i = 0; i < q_.size(); ++i) q_[i] = 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1;
+    for (size_t i = 0; i < q_.size(); ++i) q_[i] = random_q(i);
   }
   ~PowerSgdAverage() override { wait_in_flight(); }
   bool whole_vector() const override { return true; }
@@ -173,12 +173,28 @@ class PowerSgdAverage : public WireAverage {
       float* avg = &averages_[size_t(m.offset)];
       gemm(false, true, int(m.rows), int(m.cols), r, p, q, avg);
       for (int64_t i = 0; i < m.rows * m.cols; ++i) residual_[size_t(m.offset + i)] = a_[size_t(m.offset + i)] - avg[i];
+      restart_zero_columns(q, m.cols, r, size_t(q - q_.data()));
       q_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
     }
     const float* rest = &first_[size_t(layout_.rest_at)];
     for (const auto& [from, to] : layout_.rest) {
       std::copy(rest, rest + (to - from), &averages_[size_t(from)]);
       rest += layout_.whole_blocks(to - from);
+    }
+  }
+
+  static float random_q(size_t i) { return 2 * uniform01(rng_key(0x9051d), uint64_t(i)) - 1; }
+
+  // A column of Q that came back zero (its direction found nothing: a round of zeros, or a
+  // weight of rank under r) would warm-start every later round at zero, and M 0 = 0: that
+  // direction, or the whole weight, would never travel again. It starts random again instead,
+  // as on every rank alike (the sum is the same everywhere).
+  void restart_zero_columns(float* q, int64_t cols, int r, size_t at) {
+    for (int j = 0; j < r; ++j) {
+      bool zero = true;
+      for (int64_t i = 0; i < cols && zero; ++i) zero = q[i * r + j] == 0.0f;
+      if (zero)
+        for (int64_t i = 0; i < cols; ++i) q[i * r + j] = random_q(at + size_t(i * r + j));
     }
   }
 
