@@ -3,7 +3,8 @@
 # 143, resume equals an uninterrupted run, also with the checkpoint on rank 0's disk only), a
 # stalled rank (watchdog), kill -9 of one rank (the job ends; resume on fewer ranks), kill -9
 # while checkpoints are written (the last one always loads), a stop after an epoch's last step
-# (the resumed epoch validates alone), NaN (stops, the checkpoint stays as it was, also with
+# (the resumed epoch validates alone; with --json), the log after a resume from an older
+# checkpoint, NaN (stops, the checkpoint stays as it was, also with
 # int4 gradients), saves by the clock with local SGD, and `pitrain elastic` on this machine
 # (an earlier run's checkpoint, SIGHUP). Needs $PITRAIN and h5diff.
 set -u
@@ -87,6 +88,33 @@ mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 4 --steps-per-epoch 1 --resume "$wor
   >"$work/last.out" 2>&1 && grep -q "^[1-3],,,[0-9.]*,[0-9.]*," "$work/last.csv" && grep -q "^Epoch [1-3]/4  0/1 .* val_accuracy" "$work/last.out" &&
   ! grep -h "^Epoch\\|^[0-9]" "$work/last.out" "$work/last.csv" | grep -qi "nan\\|inf" && ok "resume after a stop at an epoch's last step: its validation alone" ||
   { fail "resume after a stop at an epoch's last step"; cat "$work/last.out" "$work/last.csv"; }
+
+# The same at the last epoch's last step, with --json: the stop's words go to stderr (stdout is
+# for the JSON line), and the resumed run, which trains no step, still prints its JSON line.
+touch "$work/p.stop"
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 2 --steps-per-epoch 1 --progress-file "$work/p" --checkpoint "$work/end.h5" \
+  --json >"$work/end.json" 2>"$work/end.err"
+rm -f "$work/p.stop"
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 2 --steps-per-epoch 1 --resume "$work/end.h5" --json >"$work/end2.json" 2>&1
+if [ ! -s "$work/end.json" ] && grep -q "stopped by SIGTERM after step 2 (epoch 2, step 1 of 1)" "$work/end.err" &&
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["steps"] == 0 and j["images_per_second"] is None, j' \
+    "$work/end2.json"; then
+  ok "--json: a stop speaks on stderr; a resume with no step left prints its JSON line"
+else
+  fail "--json at a stop and its resume"; cat "$work/end.json" "$work/end.err" "$work/end2.json"
+fi
+
+# A run killed after its log got rows that its checkpoint does not hold (the checkpoint is
+# written after the row, and maybe every few epochs): the resume logs those epochs again, in
+# their place, not after them.
+"$PITRAIN" "${train[@]}" --epochs 1 --steps-per-epoch 5 --checkpoint "$work/log1.h5" --log "$work/again.csv" >/dev/null &&
+  "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch 5 --resume "$work/log1.h5" --checkpoint "$work/log3.h5" \
+    --log "$work/again.csv" >/dev/null &&
+  "$PITRAIN" "${train[@]}" --epochs 3 --steps-per-epoch 5 --resume "$work/log1.h5" --checkpoint "$work/log3b.h5" \
+    --log "$work/again.csv" >/dev/null
+epochs=$(cut -d, -f1 "$work/again.csv" | tr '\n' ' ')
+[ "$epochs" = "epoch 1 2 3 " ] && ok "a resume from an older checkpoint rewrites the log's later rows" ||
+  fail "the log after a resume from an older checkpoint has epochs: $epochs"
 
 # In $work: without --checkpoint, pitrain-stopped.h5 goes into the working directory.
 (cd "$work" && exec "$PITRAIN" "${train[@]}" --epochs 1000 >"$work/int.out" 2>&1) &

@@ -92,6 +92,9 @@ hostile "$in/ckpt/classes-4.h5: its model_spec does not fit its 4 class_names" e
 hostile "$in/m.h5: checkpoint holds the model flatten dense(256,relu)" train --data "$in/d.h5" --resume "$in/m.h5" --model cnn
 hostile "$in/m.h5: has trained 1 epochs already, --epochs asks for 1; give --epochs above 1" train --data "$in/d.h5" --resume "$in/m.h5" --checkpoint "$work/out/next.h5"
 [ ! -e "$work/out/next.h5" ] || fail "a resume with nothing left to train wrote $work/out/next.h5"
+hostile "the weights hold NaN or Inf (the steps are too large); lower --lr; not saved" train --data "$in/d.h5" --model mlp \
+  --optimizer sgd --lr 3e38 --lr-scaling linear --steps-per-epoch 1 --epochs 1 --checkpoint "$work/out/inf.h5"
+[ ! -e "$work/out/inf.h5" ] || fail "weights that overflowed were saved in $work/out/inf.h5, which no resume can read"
 hostile "--progress-file $in/d.h5: is the same file as --data" train --data "$in/d.h5" --progress-file "$in/d.h5"
 hostile "--warmup-epochs must be 0 to 1000000" train --data "$in/d.h5" --warmup-epochs 1e300
 hostile "--sync auto chooses --overlap-steps itself" train --data "$in/d.h5" --sync auto --overlap-steps 2

@@ -20,17 +20,20 @@ struct RunInfo {
   int64_t params = 0;
   int64_t steps_per_epoch = 0;
   int64_t resumed_after_step = -1;  // -1: a fresh run
+  int64_t resumed_epochs = 0;       // the epochs the resumed checkpoint had finished
   SyncChoice sync;                  // how the ranks meet; why, with --sync auto
 };
 
 class TrainReport {
  public:
   // `speaks`: this rank reports (rank 0; the others stay silent). Prints the banner; opens the
-  // CSV log, appending when the run resumes and the log exists.
+  // CSV log, appending when the run resumes and the log exists (its rows of epochs past the
+  // checkpoint's, trained again now, are dropped).
   TrainReport(std::ostream& out, const TrainOptions& opts, const RunInfo& run, bool speaks);
   void start_epoch(int epoch, int64_t steps);
   void update(int64_t step, double loss, double accuracy, double seconds, double mpi_share);
   void end_epoch(const EpochResult& r);  // the epoch's line and CSV row
+  // On stdout, or with --json on stderr (stdout holds the JSON line alone).
   void stopped(const char* signal, int64_t step, int epoch, int64_t epoch_step, const std::string& checkpoint);
   void finish(int64_t epoch, int64_t step, double wall_seconds);  // "saved ..." or the JSON line
 

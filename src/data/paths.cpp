@@ -14,12 +14,13 @@
 namespace pitrain {
 namespace {
 
-void fsync_path(const std::string& path) {
+// 0, or the errno of opening or syncing `path`.
+int fsync_path(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
+  if (fd < 0) return errno;
+  const int error = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  return error;
 }
 
 std::string folder_of(const std::string& path) {
@@ -52,13 +53,18 @@ void check_output(const std::string& flag, const std::string& path,
 }
 
 void replace_durably(const std::string& tmp, const std::string& path) {
-  fsync_path(tmp);
+  // A write the disk refused (EIO, a quota) shows here at the latest: then the old file stays.
+  if (const int error = fsync_path(tmp)) {
+    std::remove(tmp.c_str());
+    throw Error(path + ": cannot write " + tmp + " to the disk (" + std::strerror(error) + "); " + path +
+                " is left as it was; check the disk and its free space");
+  }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int error = errno;
     std::remove(tmp.c_str());
     throw Error(path + ": cannot replace (" + std::strerror(error) + "); check that the folder is writable");
   }
-  fsync_path(folder_of(path));  // make the rename itself durable
+  fsync_path(folder_of(path));  // the rename itself, where the file system lets a folder be synced
 }
 
 }  // namespace pitrain

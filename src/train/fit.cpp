@@ -12,6 +12,7 @@
 #include "pitrain/clock.h"
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
+#include "pitrain/finite.h"
 #include "pitrain/guard.h"
 #include "pitrain/memory.h"
 #include "pitrain/paths.h"
@@ -236,6 +237,11 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   auto save = [&](const std::string& path, bool wait) {
     run_together(comm, [&] {
       if (rank != 0) return;
+      // Finite gradients times a large --lr can still overflow a weight: such a file could not
+      // be resumed, so the last good one stays.
+      if (!all_finite(model.params().data(), model.num_params()))
+        throw Error("step " + std::to_string(state.step) + ": the weights hold NaN or Inf (the steps are too large); lower --lr; " +
+                    "not saved (" + path + " is left as it was)");
       writer->save(path, model, *run.opt, state);
       if (wait) writer->wait();
     });
@@ -255,7 +261,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   TrainReport report(out, o,
                      RunInfo{ranks, threads, run.train.total_rows, run.val.total_rows,
                              int64_t(run.train.class_names.size()), model.spec(), model.num_params(), spe,
-                             run.resumed ? state.step : -1, sync_choice},
+                             run.resumed ? state.step : -1, state.epoch, sync_choice},
                      rank == 0);
   StopSignals signals;
   TrainResult result;

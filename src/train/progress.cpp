@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <ostream>
+#include <iostream>
 
+#include "pitrain/error.h"
 #include "pitrain/matrix.h"
+#include "pitrain/paths.h"
 #include "pitrain/text.h"
 
 namespace pitrain {
@@ -34,6 +36,23 @@ std::string bytes_text(double b) {
 
 std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n > 1 ? "s" : ""); }
 
+constexpr const char* kCsvHeader = "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images";
+
+// The log's header and its rows of epochs up to `epochs` (a killed run may have logged epochs
+// that its checkpoint does not hold); empty if `path` is not such a log.
+std::string log_rows_up_to(const std::string& path, int64_t epochs) {
+  std::ifstream in(path);
+  std::string line, kept;
+  if (!std::getline(in, line) || line != kCsvHeader) return kept;
+  kept = line + "\n";
+  while (std::getline(in, line)) {
+    char* end = nullptr;
+    const long long epoch = std::strtoll(line.c_str(), &end, 10);
+    if (end != line.c_str() && epoch <= epochs) kept += line + "\n";
+  }
+  return kept;
+}
+
 }  // namespace
 
 TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunInfo& run, bool speaks)
@@ -44,9 +63,13 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
       progress_(speaks && !opts.json),
       live_(progress_ && stdout_is_terminal()) {
   if (speaks && !opts.log_csv.empty()) {
-    const bool append = run.resumed_after_step >= 0 && std::ifstream(opts.log_csv).good();
-    csv_.open(opts.log_csv, append ? std::ios::app : std::ios::trunc);
-    if (!append) csv_ << "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images\n";
+    const std::string kept = run.resumed_after_step >= 0 ? log_rows_up_to(opts.log_csv, run.resumed_epochs) : "";
+    const std::string tmp = opts.log_csv + ".tmp";  // a crash now leaves the old log whole
+    if (!(std::ofstream(tmp, std::ios::trunc) << (kept.empty() ? std::string(kCsvHeader) + "\n" : kept)))
+      throw Error("--log " + opts.log_csv + ": cannot write " + tmp + "; check the free space");
+    replace_durably(tmp, opts.log_csv);
+    csv_.open(opts.log_csv, std::ios::app);
+    if (!csv_) throw Error("--log " + opts.log_csv + ": cannot write it; check its permissions");
   }
   if (!progress_) return;
   out_ << "pitrain: " << plural(run.ranks, "rank") << " x " << plural(run.threads, "thread") << ", "
@@ -113,7 +136,7 @@ void TrainReport::end_epoch(const EpochResult& r) {
 void TrainReport::stopped(const char* signal, int64_t step, int epoch, int64_t epoch_step,
                           const std::string& checkpoint) {
   if (!speaks_) return;
-  out_ << "\npitrain: stopped by " << signal << " after step " << step << " (epoch " << epoch << ", step "
+  (opts_.json ? std::cerr : out_) << "\npitrain: stopped by " << signal << " after step " << step << " (epoch " << epoch << ", step "
        << epoch_step << " of " << run_.steps_per_epoch << "); saved " << checkpoint
        << "; continue with the same command plus --resume " << checkpoint << std::endl;
 }
@@ -121,8 +144,10 @@ void TrainReport::stopped(const char* signal, int64_t step, int epoch, int64_t e
 void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
   if (progress_ && !opts_.checkpoint.empty())
     out_ << "saved " << opts_.checkpoint << " (epoch " << epoch << ", step " << step << ")\n";
-  if (!speaks_ || !opts_.json || steps_run_ == 0) return;
+  if (!speaks_ || !opts_.json) return;
   const double images = double(run_.ranks) * opts_.batch_size * double(steps_run_);
+  // null where nothing was trained (a run resumed into its last epoch's validation alone)
+  auto per = [&](double a, double b) { return steps_run_ > 0 && b > 0 ? nlohmann::json(a / b) : nlohmann::json(nullptr); };
   const nlohmann::ordered_json j = {
       {"ranks", run_.ranks},
       {"threads", run_.threads},
@@ -130,15 +155,15 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"steps", steps_run_},
       {"steps_per_epoch", run_.steps_per_epoch},
       {"train_seconds", train_seconds_},
-      {"images_per_second", images / train_seconds_},
-      {"ms_per_step", 1e3 * train_seconds_ / double(steps_run_)},
+      {"images_per_second", per(images, train_seconds_)},
+      {"ms_per_step", per(1e3 * train_seconds_, double(steps_run_))},
       {"val_accuracy", last_.val_accuracy},
       {"val_loss", last_.val_loss},
       {"params", run_.params},
       {"mpi_seconds", mpi_seconds_},
-      {"mpi_share", mpi_seconds_ / train_seconds_},
-      {"bytes_per_step", bytes_ / steps_run_},
-      {"allreduces_per_step", double(collectives_) / double(steps_run_)},
+      {"mpi_share", per(mpi_seconds_, train_seconds_)},
+      {"bytes_per_step", per(double(bytes_), double(steps_run_))},
+      {"allreduces_per_step", per(double(collectives_), double(steps_run_))},
       {"wall_seconds", wall_seconds},
       {"epochs", last_.epoch},
       {"model", run_.model_spec},
