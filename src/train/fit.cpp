@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <fstream>
 #include <optional>
 
 #include "pitrain/checkpoint.h"
@@ -102,7 +103,8 @@ void check_finite(const Model& model, const StepResult& r, int64_t step, int epo
   const std::string msg =
       "step " + std::to_string(step + 1) + " (epoch " + std::to_string(epoch) + "): " +
       (layer.empty() ? std::string("the loss is not finite") : "the gradients of " + layer + " (the first such layer) hold NaN or Inf") +
-      "; lower --lr or check the data" + (checkpoint.empty() ? "" : "; " + checkpoint + " still holds the last good state");
+      "; lower --lr or check the data" +
+      (std::ifstream(checkpoint).good() ? "; " + checkpoint + " still holds the last good state" : "");  // if it was written
   if (r.grads_shared && !layer.empty()) throw JointError(rank == 0 ? msg : "");
   throw Error(msg);
 }
