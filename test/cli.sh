@@ -63,6 +63,15 @@ printf 'north\neast\nsouth\nwest\n' >"$work/classes.txt"
 mpi -np 2 "$PITRAIN" prepare --idx "$work" --classes "$work/classes.txt" --out "$work/d.h5" >"$work/prep" 2>&1 \
   && grep -q "wrote $work/d.h5: 700 images in 4 classes" "$work/prep" || { fail "prepare"; cat "$work/prep"; }
 
+# Rank 0 is prepare's one writer, and the --classes file may be on its disk alone (rank 1 runs
+# in a folder without it); a list of names too long to be a file name is still a list.
+mkdir -p "$work/elsewhere"
+(cd "$work" && mpi -np 1 "$PITRAIN" prepare --idx "$work" --classes classes.txt --out "$work/d0.h5" : \
+  -np 1 --wdir "$work/elsewhere" "$PITRAIN" prepare --idx "$work" --classes classes.txt --out "$work/d0.h5") >"$work/prep0" 2>&1 &&
+  grep -q "wrote $work/d0.h5: 700 images in 4 classes" "$work/prep0" || { fail "prepare with --classes on rank 0's disk alone"; cat "$work/prep0"; }
+"$PITRAIN" prepare --idx "$work" --classes "$(seq -f 'class_name_%03g' 0 29 | paste -sd,)" --out "$work/long.h5" >"$work/prep" 2>&1 &&
+  grep -q "in 30 classes" "$work/prep" || { fail "prepare with 30 class names inline"; cat "$work/prep"; }
+
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model "conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)" \
   --epochs 2 --batch-size 16 --threads 1 --checkpoint "$work/m.h5" --log "$work/log.csv" --json >"$work/train" 2>&1
 tail -n 1 "$work/train" | python3 -c '
@@ -125,6 +134,17 @@ assert j["allreduce"] == ("" if j["sync_every"] == 1 else "binomial" if "rounds 
 mpi -np 2 "$PITRAIN" evaluate --model "$work/m.h5" --data "$work/d.h5" >"$work/eval" 2>&1
 grep -q "val split: 100 images" "$work/eval" && grep -q "^north " "$work/eval" && grep -q "confusion matrix" "$work/eval" \
   || { fail "evaluate"; cat "$work/eval"; }
+
+# The checkpoint on rank 0's disk alone, as training writes it: evaluate reads it there only.
+cp "$work/m.h5" "$work/elsewhere/m0.h5"
+mkdir -p "$work/elsewhere/r1"
+(mpi -np 1 --wdir "$work/elsewhere" "$PITRAIN" evaluate --model m0.h5 --data "$work/d.h5" : \
+  -np 1 --wdir "$work/elsewhere/r1" "$PITRAIN" evaluate --model m0.h5 --data "$work/d.h5") >"$work/eval0" 2>&1 &&
+  cmp -s "$work/eval" "$work/eval0" || { fail "evaluate with the checkpoint on rank 0's disk alone"; cat "$work/eval0"; }
+# A host with another copy of the dataset (a stale one) is named before any step.
+"$PITRAIN" prepare --idx "$work" --classes north,east,south,up --out "$work/other.h5" >/dev/null
+expect_error "other.h5: rank 1's copy has class 3 named up where rank 0's copy has west; every host needs the same file" \
+  mpi -np 1 "$PITRAIN" train --data "$work/d.h5" --epochs 1 : -np 1 "$PITRAIN" train --data "$work/other.h5" --epochs 1
 
 "$PITRAIN" predict --model "$work/m.h5" "$work/first.pgm" "$work/first.png" "$work/first-alpha.PNG" >"$work/pred" 2>&1
 grep -qE "first.pgm  (north|east|south|west) [01]\.[0-9]{3}  [a-z]+ [01]\.[0-9]{3}  [a-z]+ [01]\.[0-9]{3}$" "$work/pred" \

@@ -34,6 +34,13 @@ std::string class_names_problem(const std::vector<std::string>& names);
 // shapes, dtypes and the label range against class_names.
 RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size);
 
+class Comm;
+// Every rank reads its own host's copy of the dataset: one that differs from rank 0's in its
+// rows or classes (a stale copy on one Pi) would take another number of steps or another model,
+// and the ranks would wait in mismatched collectives. Collective: all ranks fail together,
+// naming the first rank whose copy differs.
+void check_same_dataset(Comm& comm, const std::string& path, const std::string& split, const RankSlice& slice);
+
 struct Batch {
   const float* x;    // (n, 28, 28, 1) in [0, 1]
   const int32_t* y;  // (n,)

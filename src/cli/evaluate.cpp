@@ -4,6 +4,7 @@
 
 #include "pitrain/checkpoint.h"
 #include "pitrain/cli.h"
+#include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
 #include "pitrain/threads.h"
@@ -21,19 +22,27 @@ int evaluate(int argc, char** argv, Comm& comm) {
   if (!parse(options, argc, argv, comm, r)) return 0;
   require(!model_path.empty() && !data_path.empty(), "evaluate: --model FILE.h5 and --data FILE.h5 are required");
   require(split == "train" || split == "val", "evaluate: --split must be train or val");
+  // Only rank 0 reads the checkpoint, as training writes it: on Pis it is on rank 0's disk alone.
   std::optional<Checkpoint> ckpt;
   RankSlice slice;
+  std::string spec;
   run_together(comm, [&] {
-    ckpt.emplace(load_checkpoint(model_path));
     slice = load_rank_slice(data_path, split, comm.rank(), comm.size());
+    if (comm.rank() != 0) return;
+    ckpt.emplace(load_checkpoint(model_path));
     if (slice.class_names != ckpt->class_names)
       throw Error(data_path + ": class_names differ from the checkpoint's; evaluate on data of the same classes");
+    spec = ckpt->model.spec();
   });
+  check_same_dataset(comm, data_path, split, slice);
+  comm.broadcast(spec);
+  Model model = ckpt ? std::move(ckpt->model) : Model(spec, int(slice.class_names.size()));
+  comm.broadcast(model.params().data(), model.num_params());
   ThreadPool pool(default_threads());
-  ThreadedModel threaded(ckpt->model, pool);
+  ThreadedModel threaded(model, pool);
   const Evaluation e = pitrain::evaluate(threaded, slice.data, comm);
   if (comm.rank() != 0) return 0;
-  const auto& names = ckpt->class_names;
+  const auto& names = slice.class_names;
   const int c = e.classes;
   std::printf("%s split: %lld images, loss %.4f, accuracy %.4f\n\n%-16s %8s %8s\n", split.c_str(), (long long)e.count,
               e.loss, e.accuracy, "class", "images", "accuracy");

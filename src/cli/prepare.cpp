@@ -22,19 +22,21 @@ int prepare(int argc, char** argv, Comm& comm) {
   PrepareOptions o;
   if (r.count("npy")) o.npy_dir = r["npy"].as<std::string>();
   if (r.count("idx")) o.idx_dir = r["idx"].as<std::string>();
-  if (r.count("classes")) {
-    const std::string classes = r["classes"].as<std::string>();
-    o.classes = parse_class_list(classes);
-    if (std::filesystem::is_regular_file(classes)) o.classes_file = classes;
-  }
   if (r.count("out")) o.out = r["out"].as<std::string>();
   o.max_per_class = r["max-per-class"].as<int64_t>();
   o.val_fraction = r["val-fraction"].as<double>();
   o.seed = r["seed"].as<uint64_t>();
-  check_prepare_options(o);  // on every rank, so that a bad flag ends them all
   std::vector<ClassCount> counts;
-  run_together(comm, [&] {
-    if (comm.rank() == 0) counts = prepare_dataset(o);  // one writer; the other ranks just wait
+  run_together(comm, [&] {  // rank 0 is the one writer; a --classes file may be on its disk alone
+    if (comm.rank() != 0) return;
+    if (r.count("classes")) {
+      const std::string classes = r["classes"].as<std::string>();
+      o.classes = parse_class_list(classes);
+      std::error_code no_such_file;  // a list of names may be too long to be a file name
+      if (std::filesystem::is_regular_file(classes, no_such_file)) o.classes_file = classes;
+    }
+    check_prepare_options(o);
+    counts = prepare_dataset(o);
   });
   if (comm.rank() != 0) return 0;
   if (!o.npy_dir.empty() && o.classes.empty())

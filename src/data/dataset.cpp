@@ -1,5 +1,8 @@
 #include "pitrain/dataset.h"
 
+#include <algorithm>
+
+#include "pitrain/comm.h"
 #include "pitrain/error.h"
 #include "pitrain/h5.h"
 #include "pitrain/image_files.h"
@@ -79,6 +82,32 @@ void write_dataset(const std::string& path, const Split& train, const Split& val
   }
   f.set_attr("class_names", class_names);
   for (auto& [k, v] : provenance) f.set_attr(k, v);
+}
+
+void check_same_dataset(Comm& comm, const std::string& path, const std::string& split, const RankSlice& slice) {
+  std::string rows = std::to_string(slice.total_rows), names;
+  for (const auto& n : slice.class_names) names += n + "\n";
+  std::string root_rows = rows, root_names = names;
+  comm.broadcast(root_rows);
+  comm.broadcast(root_names);
+  run_together(comm, [&] {
+    if (rows == root_rows && names == root_names) return;
+    std::vector<std::string> root;  // rank 0's class names
+    for (size_t at = 0, end; (end = root_names.find('\n', at)) != std::string::npos; at = end + 1)
+      root.push_back(root_names.substr(at, end - at));
+    const auto& mine = slice.class_names;
+    std::string what;
+    if (rows != root_rows) {
+      what = rows + " /" + split + " rows against rank 0's " + root_rows;
+    } else if (mine.size() != root.size()) {
+      what = std::to_string(mine.size()) + " classes against rank 0's " + std::to_string(root.size());
+    } else {
+      const auto i = size_t(std::mismatch(mine.begin(), mine.end(), root.begin()).first - mine.begin());
+      what = "class " + std::to_string(i) + " named " + mine[i] + " where rank 0's copy has " + root[i];
+    }
+    throw Error(path + ": rank " + std::to_string(comm.rank()) + "'s copy has " + what +
+                "; every host needs the same file: copy rank 0's to the others");
+  });
 }
 
 }  // namespace pitrain

@@ -57,6 +57,8 @@ Run start_run(const TrainOptions& o, Comm& comm) {
                     std::to_string(o.epochs) + "; give --epochs above " + std::to_string(ckpt->state.epoch) + " to train on");
     }
   });
+  check_same_dataset(comm, o.data, "train", train);
+  check_same_dataset(comm, o.data, "val", val);
   if (!o.resume.empty()) comm.broadcast(spec);
   std::optional<Model> model;
   run_together(comm, [&] {
