@@ -1,5 +1,6 @@
 // The server's pieces without a socket: the /api/predict body and the --log reader.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <fstream>
 
 #include "helpers.h"
@@ -67,6 +68,11 @@ TEST_CASE("serve and predict: top classes best first, probabilities summing belo
   CHECK(top[1].probability >= top[2].probability);
   CHECK(top[0].probability + top[1].probability + top[2].probability < 1.0f);
   CHECK(top_classes(model, image.data(), 9).size() == 5);  // no more than the model's classes
+  // Ties go to the lower label, as predict --json's "class" (the first largest) does: weights
+  // all zero make every class equally likely.
+  std::fill(model.params().begin(), model.params().end(), 0.0f);
+  const std::vector<Guess> tied = top_classes(model, image.data(), 5);
+  for (int i = 0; i < 5; ++i) CHECK(tied[size_t(i)].label == i);
 }
 
 }  // namespace pitrain
