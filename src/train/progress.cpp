@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <iostream>
 
@@ -63,12 +64,21 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
       progress_(speaks && !opts.json),
       live_(progress_ && stdout_is_terminal()) {
   if (speaks && !opts.log_csv.empty()) {
-    const std::string kept = run.resumed_after_step >= 0 ? log_rows_up_to(opts.log_csv, run.resumed_epochs) : "";
-    const std::string tmp = opts.log_csv + ".tmp";  // a crash now leaves the old log whole
-    if (!(std::ofstream(tmp, std::ios::trunc) << (kept.empty() ? std::string(kCsvHeader) + "\n" : kept)))
-      throw Error("--log " + opts.log_csv + ": cannot write " + tmp + "; check the free space");
-    replace_durably(tmp, opts.log_csv);
-    csv_.open(opts.log_csv, std::ios::app);
+    // A resume keeps a log file's rows up to its checkpoint, rewritten beside it and renamed into
+    // place (a crash leaves the old log whole); a device or pipe (/dev/stdout) is written as it is.
+    std::error_code not_a_file;
+    const std::string kept = run.resumed_after_step >= 0 && std::filesystem::is_regular_file(opts.log_csv, not_a_file)
+                                 ? log_rows_up_to(opts.log_csv, run.resumed_epochs) : "";
+    if (!kept.empty()) {
+      const std::string tmp = opts.log_csv + ".tmp";
+      if (!(std::ofstream(tmp, std::ios::trunc) << kept))
+        throw Error("--log " + opts.log_csv + ": cannot write " + tmp + "; check the free space");
+      replace_durably(tmp, opts.log_csv);
+      csv_.open(opts.log_csv, std::ios::app);
+    } else {
+      csv_.open(opts.log_csv, std::ios::trunc);
+      csv_ << kCsvHeader << "\n";
+    }
     if (!csv_) throw Error("--log " + opts.log_csv + ": cannot write it; check its permissions");
   }
   if (!progress_) return;
@@ -114,6 +124,11 @@ void TrainReport::end_epoch(const EpochResult& r) {
     else csv_ << ",,";
     csv_ << r.val_loss << ',' << r.val_accuracy << ',' << r.seconds << ',' << r.mpi_seconds << ','
          << r.steps * opts_.batch_size * run_.ranks << std::endl;
+    if (!csv_) {  // the log is for watching the run, never a reason to stop it
+      std::cerr << "pitrain: warning: --log " << opts_.log_csv << ": cannot write epoch " << r.epoch
+                << "'s row (a full disk?); training goes on without the log" << std::endl;
+      csv_.close();
+    }
   }
   if (!progress_) return;
   const std::string training =
