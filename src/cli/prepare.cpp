@@ -32,8 +32,8 @@ int prepare(int argc, char** argv, Comm& comm) {
     if (r.count("classes")) {
       const std::string classes = r["classes"].as<std::string>();
       o.classes = parse_class_list(classes);
-      std::error_code no_such_file;  // a list of names may be too long to be a file name
-      if (std::filesystem::is_regular_file(classes, no_such_file)) o.classes_file = classes;
+      std::error_code not_a_file;  // a list of names may be too long to be a file name
+      if (std::filesystem::is_regular_file(classes, not_a_file)) o.classes_file = classes;
     }
     check_prepare_options(o);
     counts = prepare_dataset(o);
