@@ -72,6 +72,9 @@ TEST_CASE("model specs: round trip through the canonical text, clear errors") {
   CHECK(error_of("conv2d(4,3 flatten").find("missing ')'") != std::string::npos);
   // 28 / 2 / 2 / 2 = 3: 9 outputs, one for each of 9 classes, and nothing to learn.
   CHECK(error_of("maxpool2d maxpool2d maxpool2d flatten", 9).find("no layer has weights") != std::string::npos);
+  // 28 x 28 x 5478275 = 2^32 + 304 values an image: flatten's count would wrap to 304.
+  CHECK(error_of("conv2d(5478275,1,same) flatten dense(classes,softmax)").find("values per image, more than this tool is meant for") !=
+        std::string::npos);
 }
 
 TEST_CASE("adam follows Keras' update") {

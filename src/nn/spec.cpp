@@ -87,6 +87,10 @@ std::vector<std::unique_ptr<Layer>> make_layers(const std::string& name_or_spec,
       throw UsageError("model spec: softmax only on the last dense layer");
     layers.push_back(make_layer(tokens[i], in, classes, int(i)));
     in = layers.back()->output_shape();
+    // Checked here, before the next layer counts them: a flatten of over 2^31 would wrap its int.
+    if (in.size() > (int64_t(1) << 30))
+      throw UsageError("model spec: " + layers.back()->spec() + " gives " + std::to_string(in.size()) +
+                       " values per image, more than this tool is meant for (2^30); use fewer filters or pool first");
   }
   return layers;
 }
