@@ -85,10 +85,12 @@ void write_dataset(const std::string& path, const Split& train, const Split& val
 }
 
 void check_same_dataset(Comm& comm, const std::string& path, const std::string& split, const RankSlice& slice) {
-  std::string rows = std::to_string(slice.total_rows), names;
+  const uint64_t rows = uint64_t(slice.total_rows);
+  std::string names;
   for (const auto& n : slice.class_names) names += n + "\n";
-  std::string root_rows = rows, root_names = names;
-  comm.broadcast(root_rows);
+  uint64_t root_rows = rows;
+  std::string root_names = names;
+  comm.broadcast(&root_rows, 1);
   comm.broadcast(root_names);
   run_together(comm, [&] {
     if (rows == root_rows && names == root_names) return;
@@ -98,7 +100,7 @@ void check_same_dataset(Comm& comm, const std::string& path, const std::string& 
     const auto& mine = slice.class_names;
     std::string what;
     if (rows != root_rows) {
-      what = rows + " /" + split + " rows against rank 0's " + root_rows;
+      what = std::to_string(rows) + " /" + split + " rows against rank 0's " + std::to_string(root_rows);
     } else if (mine.size() != root.size()) {
       what = std::to_string(mine.size()) + " classes against rank 0's " + std::to_string(root.size());
     } else {
