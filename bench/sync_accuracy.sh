@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # Final validation accuracy of each way of synchronising (bench/sync_variants.txt) against one
 # host, at the cluster benchmark's budget: cnn at batch 32 a rank (or the magazine's mlp at 8),
-# 4 ranks, 10 x 9,600 images, for several seeds. Training is deterministic for a seed whatever
-# the links, so this runs on one machine (mpirun --oversubscribe); bench/sync_variants.sh
+# 4 ranks, 10 x 9,600 images (--images: another budget), for several seeds. Training is
+# deterministic for a seed whatever the links, so this runs on one machine (mpirun
+# --oversubscribe); bench/sync_variants.sh
 # measures the times. With --target, each cell also gives the validation that first reached
 # the target ("-": none), counting validations every --eval-images images (default 9,600; 3,200
 # is bench/cluster.sh's mlp runs, 30 validations).
-# usage: bench/sync_accuracy.sh [--model cnn|mlp] [--variants FILE] [--eval-images N] [--target A] [SEED...]
+# usage: bench/sync_accuracy.sh [--model cnn|mlp] [--variants FILE] [--eval-images N] [--images N] [--target A] [SEED...]
+#        (the magazine's budget, mlp: --eval-images 8192 --images 262144, 32 epochs of 256 steps on 4 ranks)
 #        (default cnn, bench/sync_variants.txt, seeds 0 1 2; about 10 minutes on 2 cores)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
-model=cnn variants=$root/bench/sync_variants.txt eval_images=9600 target=
+model=cnn variants=$root/bench/sync_variants.txt eval_images=9600 images=96000 target=
 while [ $# -gt 0 ]; do
   case $1 in
     --model) model=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
     --eval-images) eval_images=$2; shift 2 ;;
+    --images) images=$2; shift 2 ;;
     --target) target=$2; shift 2 ;;
     *) break ;;
   esac
@@ -32,11 +35,11 @@ trap 'rm -rf "$work"' EXIT
 prepare_bench_data "$build" "$root" "$work/d.h5"
 [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OPENBLAS_NUM_THREADS=1
-# final NP ARGS...: for each seed, the last validation accuracy of a 96,000-image run (and with
+# final NP ARGS...: for each seed, the last validation accuracy of an $images-image run (and with
 # --target the validation that first reached it); then the medians. A run that fails or stops
 # short is "nan -" in its seed's cell (a warning on stderr) and out of the medians.
 final() {
-  local np=$1 steps=$((eval_images / (batch * $1))) epochs=$((96000 / eval_images)) rc
+  local np=$1 steps=$((eval_images / (batch * $1))) epochs=$((images / eval_images)) rc
   shift
   for seed in "${seeds[@]}"; do
     rm -f "$work/log.csv"
