@@ -2,9 +2,11 @@
 // depend on timing (bitwise for a thread count, to float rounding across thread counts).
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "helpers.h"
 #include "pitrain/evaluate.h"
@@ -43,6 +45,21 @@ TEST_CASE("the pool runs each item once, covers ranges once, and passes exceptio
   CHECK(after == 1);
 }
 
+TEST_CASE("the pool tells each item its thread, which runs one item at a time") {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> inside(3);  // items running on each thread now
+  std::atomic<int> bad{0}, items{0};
+  for (int round = 0; round < 50; ++round)
+    pool.run_on_threads(12, [&](int, int t) {
+      if (t < 0 || t >= pool.size() || inside[size_t(t)]++ != 0) ++bad;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));  // long enough to overlap
+      --inside[size_t(t)];
+      ++items;
+    });
+  CHECK(bad == 0);
+  CHECK(items == 50 * 12);
+}
+
 TEST_CASE("a batch split across threads gives the whole batch's gradient and dropout masks") {
   const int n = 13, classes = 3;
   const Split data = test::synthetic_split(n, classes, 4);
@@ -60,6 +77,10 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   CHECK(c.loss_sum == Approx(a.loss_sum).epsilon(1e-6));
   CHECK(c.correct == a.correct);
   CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);  // a wrong share or mask is off by ~1e-2
+  // Afterwards one row (one share, on the model itself) writes the model's own gradients again,
+  // not the buffer of the last share that thread 0 computed.
+  t1.forward_backward(b.x, b.y, 1, ctx), t3.forward_backward(b.x, b.y, 1, ctx);
+  CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);
   CHECK(t3.shares(4) == 4);  // never more shares than rows (an evaluation's short last batch)
   CHECK(t3.shares(1) == 1);
   Model mlp("mlp", classes);  // few FLOPs per weight: a small batch stays on one thread

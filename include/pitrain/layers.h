@@ -64,6 +64,7 @@ class Layer {
   virtual int64_t prepared_floats() const { return 0; }
   virtual void prepare(int /*part*/, int /*parts*/) {}
   void bind(float* params, float* grads, float* prepared = nullptr) { w_ = params, dw_ = grads, prepared_ = prepared; }
+  void bind_grads(float* grads) { dw_ = grads; }
   virtual void init_params(uint64_t) {}
   // Sizes batch-dependent scratch (im2col, masks); never called in the per-batch path.
   virtual void reserve(int) {}

@@ -49,6 +49,9 @@ class Model {
   const std::vector<float>& params() const { return params_; }
   const std::vector<float>& grads() const { return grads_; }
 
+  // Points the layers' gradients at `grads` (num_params() floats) instead of grads(): one
+  // thread's scratch computing a share's gradients into that share's buffer (ThreadedModel).
+  void bind_grads(float* grads);
   void init_params(uint64_t seed);  // Keras defaults: glorot_uniform kernels, zero biases
   void reserve(int batch);          // the only place activations are allocated
   // Piece `part` of `parts` of every layer's prepared weights, from the current parameters

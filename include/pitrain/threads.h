@@ -37,6 +37,9 @@ class ThreadPool {
   // Calls job(i) once for each i in [0, items), on whichever threads take them; returns when
   // all are done. An exception in any item is rethrown here.
   void run(int items, const std::function<void(int item)>& job);
+  // The same, telling each item the index of the thread that runs it (0 the caller, 1.. the
+  // workers): a thread runs one item at a time, so items may use scratch of their thread's.
+  void run_on_threads(int items, const std::function<void(int item, int thread)>& job);
   // job(lo, hi) over [0, n) cut into ranges(n, grain) contiguous ranges.
   void run_ranges(int64_t n, const std::function<void(int64_t lo, int64_t hi)>& job, int64_t grain = kRangeGrain);
   // Up to size() ranges of at least `grain` (element-wise work: below that a range costs less
@@ -56,7 +59,7 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable start_, done_;
-  const std::function<void(int)>* job_ = nullptr;
+  const std::function<void(int, int)>* job_ = nullptr;
   int items_ = 0;
   std::atomic<int> next_{0};    // the next item to take beyond the threads' own
   std::vector<std::atomic<bool>> home_taken_;  // (threads) whether item t was taken
@@ -69,14 +72,15 @@ class ThreadPool {
 };
 
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
-// being rows [s n / S, (s + 1) n / S), each computed on its own copy of the layers' scratch and
-// its own gradient buffer (share 0 on the model itself), reading the model's parameters and
-// the prepared weights made from them once for the batch (Layer::prepare); the threads take
-// shares as they come free, and the shares' gradients are summed in share order:
-// the result depends on S, never on which thread ran what. S is twice the threads (a thread that
-// the OS holds back leaves its second share to another), or more where a share's activations
-// would pass kShareBytes (shares that stay in cache pay even on one thread). A share costs work
-// per parameter whatever its rows (its weight gradients, their sum), so a batch is cut only into
+// being rows [s n / S, (s + 1) n / S), each computed into its own gradient buffer (share 0's is
+// the model's) on the scratch of the thread that takes it (thread 0's is the model itself),
+// reading the model's parameters and the prepared weights made from them once for the batch
+// (Layer::prepare); the threads take shares as they come free, and the shares' gradients are
+// summed in share order: the result depends on S, never on which thread ran what. S is twice
+// the threads (a thread that the OS holds back leaves its second share to another), or more
+// where a share's activations would pass kShareBytes: shares that stay in cache pay even on one
+// thread, as each thread's scratch is reused share after share. A share costs work per
+// parameter whatever its rows (its weight gradients, their sum), so a batch is cut only into
 // shares of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits from batch 2,
 // `mlp` (few FLOPs per weight) only at large batches.
 class ThreadedModel {
@@ -100,14 +104,17 @@ class ThreadedModel {
   Model& model_;
   ThreadPool& pool_;
   void prepare();  // the model's prepared weights, made by the pool's threads
-  // Runs share(s, first, rows) for the shares of n rows, on the pool's threads.
-  void for_each_share(int n, const std::function<void(int s, int first, int rows)>& share);
-  void add_copies(int count);     // enough for `count` shares
-  std::vector<Model> copies_;     // shares 1..: the model's layers, own scratch and gradients
+  // Runs share(scratch, s, first, rows) for the shares of n rows on the pool's threads, each on
+  // the scratch of the thread that runs it.
+  void for_each_share(int n, const std::function<void(Model& scratch, int s, int first, int rows)>& share);
+  void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares
+  std::vector<Model> copies_;     // threads 1..: the model's layers with their own scratch
+  std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
   std::vector<LossStats> stats_;  // of each share of the last batch
   double flops_per_row_per_param_;  // training FLOPs (3x forward) of one row, per parameter
   double bytes_per_row_;            // activations of one row (Model::activation_floats)
-  Model& of_share(int s) { return s == 0 ? model_ : copies_[size_t(s - 1)]; }
+  Model& of_thread(int t) { return t == 0 ? model_ : copies_[size_t(t - 1)]; }
+  float* grads_of_share(int s) { return s == 0 ? model_.grads().data() : share_grads_[size_t(s - 1)].data(); }
 };
 
 // By measurement (bench/RESULTS.md, threads): mlp at batch 32 (190 FLOPs per parameter) was

@@ -44,6 +44,10 @@ Model Model::sharing_params(Model& owner) {
   return m;
 }
 
+void Model::bind_grads(float* grads) {
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->bind_grads(grads + offsets_[i]);
+}
+
 void Model::prepare(int part, int parts) {
   for (auto& l : layers_) l->prepare(part, parts);
 }

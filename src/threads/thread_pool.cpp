@@ -72,7 +72,7 @@ void ThreadPool::take_items(int self) {
   const int homes = std::min(items_, size());
   auto take = [&](int i) {
     try {
-      (*job_)(i);
+      (*job_)(i, self);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
@@ -115,8 +115,12 @@ void ThreadPool::work(int self) {
 }
 
 void ThreadPool::run(int items, const std::function<void(int)>& job) {
+  run_on_threads(items, [&](int item, int) { job(item); });
+}
+
+void ThreadPool::run_on_threads(int items, const std::function<void(int, int)>& job) {
   if (workers_.empty() || items <= 1) {
-    for (int i = 0; i < items; ++i) job(i);
+    for (int i = 0; i < items; ++i) job(i, 0);
     return;
   }
   {

@@ -25,12 +25,15 @@ int ThreadedModel::shares(int n) const {
 
 void ThreadedModel::reserve(int batch) {
   const int count = shares(batch);
-  add_copies(count);
-  for (int s = 0; s < count; ++s) of_share(s).reserve((batch + count - 1) / count);
+  add_scratch(count);
+  const int threads = count > 1 ? pool_.size() : 1;
+  for (int t = 0; t < threads; ++t) of_thread(t).reserve((batch + count - 1) / count);
 }
 
-void ThreadedModel::add_copies(int count) {
-  while (int(copies_.size()) + 1 < count) copies_.push_back(Model::sharing_params(model_));
+void ThreadedModel::add_scratch(int count) {
+  if (count > 1)
+    while (int(copies_.size()) + 1 < pool_.size()) copies_.push_back(Model::sharing_params(model_));
+  while (int(share_grads_.size()) + 1 < count) share_grads_.emplace_back(size_t(model_.num_params()));
   if (int(stats_.size()) < count) stats_.resize(size_t(count));
 }
 
@@ -39,11 +42,11 @@ void ThreadedModel::prepare() {
   pool_.run(parts, [&](int part) { model_.prepare(part, parts); });
 }
 
-void ThreadedModel::for_each_share(int n, const std::function<void(int, int, int)>& share) {
+void ThreadedModel::for_each_share(int n, const std::function<void(Model&, int, int, int)>& share) {
   const int count = shares(n);
-  add_copies(count);
+  add_scratch(count);
   auto first = [&](int s) { return int(int64_t(n) * s / count); };  // n * s passes 2^31 at large batches
-  pool_.run(count, [&](int s) { share(s, first(s), first(s + 1) - first(s)); });
+  pool_.run_on_threads(count, [&](int s, int t) { share(of_thread(t), s, first(s), first(s + 1) - first(s)); });
 }
 
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
@@ -55,16 +58,21 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     return model_.forward_backward(x, y, n, whole, ready);
   }
   prepare();  // once for all shares
-  for_each_share(n, [&](int s, int first, int rows) {
+  struct OwnGrads {  // thread 0's scratch is the model: its layers point at grads() again after
+    Model& m;
+    ~OwnGrads() { m.bind_grads(m.grads().data()); }
+  } own_grads{model_};
+  for_each_share(n, [&](Model& scratch, int s, int first, int rows) {
     Context share = ctx;
     share.first_row = first, share.batch_rows = n, share.prepared = true;
-    stats_[size_t(s)] = of_share(s).forward_backward(x + int64_t(first) * kImagePixels, y + first, rows, share);
+    scratch.bind_grads(grads_of_share(s));
+    stats_[size_t(s)] = scratch.forward_backward(x + int64_t(first) * kImagePixels, y + first, rows, share);
   });
   // Share 0's buffer gets the sum, each element added in share order.
   float* sum = model_.grads().data();
   pool_.run_ranges(model_.num_params(), [&](int64_t lo, int64_t hi) {
     for (int s = 1; s < count; ++s) {
-      const float* g = of_share(s).grads().data();
+      const float* g = grads_of_share(s);
       for (int64_t i = lo; i < hi; ++i) sum[i] += g[i];
     }
   });
@@ -78,8 +86,8 @@ void ThreadedModel::forward(const float* x, int n, const ShareLogits& share) {
   prepare();
   Context ctx;
   ctx.prepared = true;
-  for_each_share(n, [&](int s, int first, int rows) {
-    share(s, of_share(s).forward(x + int64_t(first) * kImagePixels, rows, ctx), first, rows);
+  for_each_share(n, [&](Model& scratch, int s, int first, int rows) {
+    share(s, scratch.forward(x + int64_t(first) * kImagePixels, rows, ctx), first, rows);
   });
 }
 
