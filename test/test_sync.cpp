@@ -271,7 +271,7 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK_FALSE(fast.opts.max_sync_every);
 }
 
-TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 steps on where those hide them, else blocking while they cost two fifths at most, then overlapped ones") {
+TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where those hide them, else blocking while they cost two fifths at most, then overlapped ones") {
   // The cnn (42,831 parameters) on the emulated wlan: int4's 20 KB take 13.7 ms a round, int8's
   // 44 KB 29 ms.
   const int64_t n = 42831;
@@ -289,7 +289,13 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 steps on where thos
     CHECK(soon.opts.max_sync_every == 0);  // the probe measured its cost: K stays
     CHECK(soon.why.find("rounds every 8 steps, overlapped and applied 2 steps later, in int4") == 0);
   }
-  const SyncChoice blocking = choose(0.005);  // 13.7 ms after 8 steps of 5 ms: 25 % waiting; 2 steps hide 10
+  const SyncChoice later = choose(0.005);  // 2 steps of 5 ms hide 10 ms, 4 steps 20
+  CHECK(later.opts.wire == WireType::int4);
+  CHECK(later.opts.sync_every == 8);
+  CHECK(later.opts.overlap);
+  CHECK(later.opts.overlap_steps == 4);
+  CHECK(later.why.find("rounds every 8 steps, overlapped and applied 4 steps later, in int4") == 0);
+  const SyncChoice blocking = choose(0.003);  // 13.7 ms after 8 steps of 3 ms: 36 % waiting; 4 steps hide 12
   CHECK(blocking.opts.wire == WireType::int4);
   CHECK(blocking.opts.sync_every == 8);
   CHECK_FALSE(blocking.opts.overlap);

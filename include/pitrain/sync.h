@@ -152,13 +152,13 @@ struct SyncChoice {
 };
 
 // The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,
-// then local SGD rounds: int4 every 8 steps, applied 2 steps after they start, or else
+// then local SGD rounds: int4 every 8 steps, applied 2 or 4 steps after they start, or else
 // blocking; overlapped every 8 steps in bf16 or int8; int4 every 16 applied 8 steps on; bf16
 // or int8 every 32; then PowerSGD every 16 to 48 applied K/2 steps on, and every 16 to 128
 // applied at the next round), whose communication fits this link: per-step allreduces cost the
 // step at most a fifth, a blocking round at most two fifths of its K steps and itself, an
-// overlapped round takes no longer than the steps it hides behind (K, or the 2 or K/2 before it
-// is applied), except int4 every 16, whose wait for what outlasts its 8 steps may cost as much
+// overlapped round takes no longer than the steps it hides behind (K, or the 2, 4 or K/2 before
+// it is applied), except int4 every 16, whose wait for what outlasts its 8 steps may cost as much
 // as a blocking round; else the most frugal. Overlapped bf16 and int8 rounds may then double K
 // during the run, up to 32 (max_sync_every). A pure function: every rank that passes the same
 // figures gets the same choice.
