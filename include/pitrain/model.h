@@ -28,9 +28,10 @@ class Model {
   Model(const std::string& name_or_spec, int classes);
   Model(Model&&) = default;
   Model& operator=(Model&&) = default;
-  // A model that computes with `owner`'s parameters and prepared weights (it has none of its
-  // own: params() is empty) and its own gradients and scratch: one thread's share of a batch.
-  // Its forward must be given Context::prepared, the owner having called prepare().
+  // A model that computes with `owner`'s parameters and prepared weights and has scratch of its
+  // own, but no parameters or gradients (params() and grads() are empty): one thread's scratch,
+  // whose gradients go where bind_grads() points them (a share's buffer). Its forward must be
+  // given Context::prepared, the owner having called prepare().
   static Model sharing_params(Model& owner);
 
   const std::string& spec() const { return spec_; }  // canonical layer list
@@ -38,7 +39,7 @@ class Model {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   std::vector<std::string> layer_names() const;  // Keras' names: conv2d, conv2d_1, dense, ...
   int64_t param_offset(size_t layer) const { return offsets_[layer]; }
-  int64_t num_params() const { return int64_t(grads_.size()); }
+  int64_t num_params() const { return num_params_; }
   int64_t forward_flops() const;  // per sample
   // Floats a sample needs in reserve() and the layers' buffers, about: each layer's input and
   // output, forward and backward.
@@ -80,6 +81,7 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> offsets_;
   size_t first_weighted_ = 0;  // the first layer with parameters (the last layer has some)
+  int64_t num_params_ = 0;
   std::vector<float> params_, grads_;
   std::vector<float> prepared_;  // every layer's prepared weights, one after the other
   std::vector<int64_t> prepared_offsets_;

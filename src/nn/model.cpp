@@ -26,6 +26,7 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
     throw UsageError("model spec: " + std::to_string(total) + " parameters is more than this tool is meant for (2^30)");
   check_fits_memory("model " + spec_ + ": its " + std::to_string(total) + " parameters (weights, gradients, Adam's two moments)",
                     16.0 * double(total), "use fewer or smaller layers");
+  num_params_ = total;
   params_.assign(size_t(total), 0.0f);
   grads_.assign(size_t(total), 0.0f);
   int64_t prepared = 0;
@@ -37,10 +38,9 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
 
 Model Model::sharing_params(Model& owner) {
   Model m(owner.spec_, owner.classes_);
-  m.params_ = {}, m.prepared_ = {};
+  m.params_ = {}, m.grads_ = {}, m.prepared_ = {};
   for (size_t i = 0; i < m.layers_.size(); ++i)
-    m.layers_[i]->bind(owner.params_.data() + m.offsets_[i], m.grads_.data() + m.offsets_[i],
-                       owner.prepared_.data() + m.prepared_offsets_[i]);
+    m.layers_[i]->bind(owner.params_.data() + m.offsets_[i], nullptr, owner.prepared_.data() + m.prepared_offsets_[i]);
   return m;
 }
 

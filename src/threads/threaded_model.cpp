@@ -65,6 +65,7 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
   for_each_share(n, [&](Model& scratch, int s, int first, int rows) {
     Context share = ctx;
     share.first_row = first, share.batch_rows = n, share.prepared = true;
+    share.pool = nullptr;  // a share runs on its thread alone: the pool is busy with the shares
     scratch.bind_grads(grads_of_share(s));
     stats_[size_t(s)] = scratch.forward_backward(x + int64_t(first) * kImagePixels, y + first, rows, share);
   });
