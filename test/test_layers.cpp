@@ -87,12 +87,22 @@ void check_gradients(Layer& layer, int n, const Context& ctx = {}, float h = 1e-
 
 }  // namespace
 
-// gemm() is whichever kernel this CPU gets (gemm_backend(): eigen-avx512 on CPUs with AVX-512,
-// else the build's): every transpose, and sizes off the kernels' register blocks; with pad > 0,
-// on blocks of wider matrices (row strides pad larger), whose columns beyond must stay as they were.
-TEST_CASE("gemm: every transpose against a plain loop, on this CPU's kernel, whole and on blocks") {
-  INFO("gemm backend: " << gemm_backend());
-  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {72, 64, 32}, {17, 33, 5}, {5, 300, 129}})
+// Each GEMM of the build that this CPU runs (gemm_backends(): eigen-avx512, eigen-avx2 and
+// openblas on x86-64 CPUs with AVX-512): every transpose, and sizes off the kernels' register
+// blocks; with pad > 0, on blocks of wider matrices (row strides pad larger), whose columns
+// beyond must stay as they were.
+TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU runs, whole and on blocks") {
+  const std::string fastest = gemm_backend();
+  REQUIRE(gemm_backends().front() == fastest);
+  REQUIRE_THROWS_AS(use_gemm_backend("no-such-gemm"), std::invalid_argument);
+  struct Restore {
+    std::string name;
+    ~Restore() { use_gemm_backend(name); }
+  } restore{fastest};
+  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{17, 33, 5}, std::tuple{5, 300, 129});
+  for (const std::string& backend : gemm_backends()) {
+    use_gemm_backend(backend);
+    INFO("gemm backend: " << backend);
     for (int pad : {0, 3})
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
@@ -115,6 +125,7 @@ TEST_CASE("gemm: every transpose against a plain loop, on this CPU's kernel, who
             for (int j = n; j < n + pad; ++j) REQUIRE(c[size_t(i) * ldc + j] == 7.0f);
           }
         }
+  }
 }
 
 TEST_CASE("conv2d gradients, valid and same padding, several channels") {

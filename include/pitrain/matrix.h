@@ -1,9 +1,10 @@
 // Matrix products. Every GEMM in pitrain goes through gemm(): with -Dblas=openblas (the default)
-// Eigen's kernels built for AVX-512 on x86-64 CPUs that have it, else OpenBLAS' cblas_sgemm;
-// with -Dblas=eigen, Eigen's own kernels in the build's instruction set.
+// Eigen's kernels built for AVX-512 or AVX2 on x86-64 CPUs that have them, else OpenBLAS'
+// cblas_sgemm (ARM); with -Dblas=eigen, Eigen's own kernels in the build's instruction set.
 #pragma once
 #include <Eigen/Core>
 #include <string>
+#include <vector>
 
 namespace pitrain {
 
@@ -22,5 +23,9 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int l
 // Threads of each GEMM call (OpenBLAS', or Eigen's OpenMP), and which GEMM this build uses.
 void set_gemm_threads(int threads);
 std::string gemm_backend();
+// The GEMMs of this build that this CPU runs, fastest first, and a choice among them (tests and
+// benchmarks; throws std::invalid_argument for another name).
+std::vector<std::string> gemm_backends();
+void use_gemm_backend(const std::string& name);
 
 }  // namespace pitrain

@@ -1,3 +1,6 @@
+#include <iterator>
+#include <stdexcept>
+
 #include "pitrain/matrix.h"
 
 #ifdef PITRAIN_OPENBLAS
@@ -8,62 +11,96 @@
 
 namespace pitrain {
 
+#ifdef PITRAIN_GEMM_ISA_KERNELS
+// On x86-64 CPUs with AVX2 or AVX-512, Eigen's kernels built for them (gemm_isa.cpp) beat
+// Debian's OpenBLAS 0.3.21 on cnn's and mlp's shapes: with AVX-512 140-190 against 85-105 GFLOP/s
+// a core (AMD EPYC, family 26; OpenBLAS' kernels stop at AVX2 there). Neither takes a lock, where
+// OpenBLAS takes one global mutex twice a call, which two threads making cnn's ~450 small GEMMs a
+// step contend for, and clears or scales C in a pass of its own (bench/RESULTS.md, fifteenth and
+// thirty-second passes).
+void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                 int ldc);
+void gemm_avx2(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+               int ldc);
+#endif
+
+namespace {
+
+#ifdef PITRAIN_OPENBLAS
+void openblas_gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                   float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+              a, lda, b, ldb, 0.0f, c, ldc);
+}
+#endif
+
+struct GemmKernel {
+  const char* name;
+  bool (*supported)();
+  void (*run)(bool, bool, int, int, int, const float*, int, const float*, int, float*, int);
+};
+
+// The build's kernels, fastest first: gemm() takes the first this CPU runs.
+const GemmKernel kKernels[] = {
+#ifdef PITRAIN_GEMM_ISA_KERNELS
+    {"eigen-avx512",
+     [] {
+       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+     },
+     gemm_avx512},
+    {"eigen-avx2", [] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }, gemm_avx2},
+#endif
+#ifdef PITRAIN_OPENBLAS
+    {"openblas", [] { return true; }, openblas_gemm},
+#else
+    {"eigen", [] { return true; }, eigen_gemm},
+#endif
+};
+
+const GemmKernel*& current_kernel() {
+  static const GemmKernel* kernel = [] {
+    for (const GemmKernel& k : kKernels)
+      if (k.supported()) return &k;
+    return &kKernels[std::size(kKernels) - 1];
+  }();
+  return kernel;
+}
+
+}  // namespace
+
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c) {
   gemm(trans_a, trans_b, m, n, k, a, trans_a ? m : k, b, trans_b ? k : n, c, n);
 }
 
-#ifdef PITRAIN_GEMM_AVX512
-// On CPUs with AVX-512, Eigen's kernels built for it (gemm_avx512.cpp) beat Debian's OpenBLAS
-// 0.3.21, whose kernels stop at AVX2 there: 140-190 against 85-105 GFLOP/s a core on cnn's and
-// mlp's shapes (AMD EPYC, family 26), and take no lock (OpenBLAS takes one global mutex twice a
-// call, which two threads making cnn's ~450 small GEMMs a step contend for; bench/RESULTS.md,
-// fifteenth pass).
-void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-                 int ldc);
-
-namespace {
-bool use_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-  return yes;
-}
-}  // namespace
-#endif
-
-#ifdef PITRAIN_OPENBLAS
-
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc) {
-#ifdef PITRAIN_GEMM_AVX512
-  if (use_avx512()) return gemm_avx512(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
-#endif
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
-              a, lda, b, ldb, 0.0f, c, ldc);
+  current_kernel()->run(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
-std::string gemm_backend() {
-#ifdef PITRAIN_GEMM_AVX512
-  if (use_avx512()) return "eigen-avx512";
-#endif
-  return "openblas";
+std::string gemm_backend() { return current_kernel()->name; }
+
+std::vector<std::string> gemm_backends() {
+  std::vector<std::string> names;
+  for (const GemmKernel& k : kKernels)
+    if (k.supported()) names.push_back(k.name);
+  return names;
+}
+
+void use_gemm_backend(const std::string& name) {
+  for (const GemmKernel& k : kKernels)
+    if (k.supported() && name == k.name) {
+      current_kernel() = &k;
+      return;
+    }
+  throw std::invalid_argument("gemm backend " + name + " is not in this build or not for this CPU");
 }
 
 void set_gemm_threads(int threads) {
   Eigen::setNbThreads(threads);
+#ifdef PITRAIN_OPENBLAS
   openblas_set_num_threads(threads);
-}
-
-#else
-
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-          int ldc) {
-  eigen_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
-}
-
-std::string gemm_backend() { return "eigen"; }
-
-void set_gemm_threads(int threads) { Eigen::setNbThreads(threads); }
-
 #endif
+}
 
 }  // namespace pitrain
