@@ -6,7 +6,8 @@
 # 1 thread and the peer at the same count; then cnn at batch 32 with a busy neighbour (one
 # process spinning on a core), 1 and 2 threads; and two 1-thread processes at once, the most 2
 # threads could reach on this machine. Also our GFLOP/s (forward x 3, counted as a
-# direct convolution) next to one plain SGEMM's on conv2's im2col shape (3872x288x64).
+# direct convolution) next to one plain SGEMM on conv2's im2col shape (3872x288x64) by each GEMM
+# the build has for this CPU.
 # usage: bench/compute.sh [REPEATS]   (default 5; needs python3-torch python3-h5py for the peer)
 set -euo pipefail
 repeats=${1:-5}
@@ -106,5 +107,6 @@ for threads in ("1", "2"):
     ours, peer = med(f"ours-busy-cnn-32-{threads}", "images_per_second"), med(f"peer-busy-cnn-32-{threads}", "images_per_second")
     print(f"| {threads} | {ours:.0f} | {ours / one:.2f}x | {peer:.0f} | {ours / peer:.2f}x |")
 print()
-print(f"one SGEMM 3872x288x64 through the same gemm(), 1 thread: {sgemm['sgemm_gflops']:.1f} GFLOP/s")
+rates = ", ".join(f"{name} {gflops:.1f}" for name, gflops in sgemm["sgemm_gflops"].items())
+print(f"one SGEMM 3872x288x64 through gemm(), 1 thread, GFLOP/s: {rates} (the first is the one pitrain uses)")
 PY

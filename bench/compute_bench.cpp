@@ -50,18 +50,27 @@ void bench_model(const std::string& spec, int classes, int batch, int threads, i
               1e3 * seconds / steps, 3.0 * double(model.forward_flops()) * images / 1e9);
 }
 
+// Each GEMM of the build that this CPU runs (gemm_backends(), the one gemm() uses first).
 void bench_sgemm(int m, int k, int n, int reps) {
   const auto a = random_floats(size_t(m) * k, 2), b = random_floats(size_t(k) * n, 3);
   std::vector<float> c(size_t(m) * n);
   auto run = [&] { gemm(false, false, m, n, k, a.data(), b.data(), c.data()); };
-  run();
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const double t0 = seconds_now();
+  std::string rows;
+  for (const std::string& backend : gemm_backends()) {
+    use_gemm_backend(backend);
     run();
-    times.push_back(seconds_now() - t0);
+    std::vector<double> times;
+    for (int r = 0; r < reps; ++r) {
+      const double t0 = seconds_now();
+      run();
+      times.push_back(seconds_now() - t0);
+    }
+    char row[128];
+    std::snprintf(row, sizeof row, "%s\"%s\": %.2f", rows.empty() ? "" : ", ", backend.c_str(),
+                  2.0 * m * k * n / median(times) / 1e9);
+    rows += row;
   }
-  std::printf("{\"sgemm_gflops\": %.2f}\n", 2.0 * m * k * n / median(times) / 1e9);
+  std::printf("{\"sgemm_gflops\": {%s}}\n", rows.c_str());
 }
 
 void run_bench(int argc, char** argv) {
