@@ -2,7 +2,7 @@
 # A GEMM library built for one instruction set (src/nn/gemm_isa.cpp) may define no global or weak
 # symbol that the portable build could define too: a template or inline function compiled for
 # AVX-512 or AVX2 that the linker kept for the whole program would crash CPUs without them. Only
-# pitrain::gemm_ISA and the namespace pitrain_eigen_ISA may be there.
+# pitrain::gemm_ISA and the namespace pitrain_eigen_ISA may be there, and no static initialiser.
 # usage: test/gemm_symbols.sh LIBRARY ISA   (ISA: avx512 or avx2)
 set -euo pipefail
 lib=$1 isa=$2
@@ -16,6 +16,12 @@ shared=$(grep -v -e "pitrain_eigen_$isa" -e '^DW\.ref\.__gxx_personality_v0$' <<
 if [ -n "$shared" ]; then
   echo "FAIL: $lib defines symbols the portable build may define too:"
   echo "$shared" | head -20
+  exit 1
+fi
+# Nor may it run code of its own at start-up, which every CPU would run: no static initialiser.
+sections=$(readelf -S --wide "$lib") || { echo "FAIL: readelf cannot read $lib"; exit 1; }
+if grep -q -e '\.init_array' -e '\.ctors' <<<"$sections"; then
+  echo "FAIL: $lib has a static initialiser (.init_array or .ctors), which would run $isa code on every CPU"
   exit 1
 fi
 if ! c++filt <<<"$globals" | grep -q "^pitrain::gemm_$isa("; then

@@ -1,5 +1,6 @@
 // Every layer: forward values on hand-computed cases and a finite-difference gradient check.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -95,13 +96,22 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
   const std::string fastest = gemm_backend();
   REQUIRE(gemm_backends().front() == fastest);
   REQUIRE_THROWS_AS(use_gemm_backend("no-such-gemm"), std::invalid_argument);
+#if defined(PITRAIN_GEMM_ISA_KERNELS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    const std::vector<std::string> names = gemm_backends();
+    REQUIRE(std::find(names.begin(), names.end(), "eigen-avx2") != names.end());
+  }
+#endif
   struct Restore {
     std::string name;
     ~Restore() { use_gemm_backend(name); }
   } restore{fastest};
-  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{17, 33, 5}, std::tuple{5, 300, 129});
+  // (1, n, k) and (m, 1, k): Eigen's matrix-vector products, as at batch 1.
+  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{17, 33, 5}, std::tuple{5, 300, 129},
+                                  std::tuple{1, 300, 129}, std::tuple{129, 1, 300});
   for (const std::string& backend : gemm_backends()) {
     use_gemm_backend(backend);
+    REQUIRE(gemm_backend() == backend);
     INFO("gemm backend: " << backend);
     for (int pad : {0, 3})
       for (bool ta : {false, true})

@@ -1,6 +1,7 @@
 // Matrix products. Every GEMM in pitrain goes through gemm(): with -Dblas=openblas (the default)
 // Eigen's kernels built for AVX-512 or AVX2 on x86-64 CPUs that have them, else OpenBLAS'
-// cblas_sgemm (ARM); with -Dblas=eigen, Eigen's own kernels in the build's instruction set.
+// cblas_sgemm (ARM, older x86-64); with -Dblas=eigen, Eigen's own kernels in the build's
+// instruction set.
 #pragma once
 #include <Eigen/Core>
 #include <string>
@@ -20,7 +21,8 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc);
 
-// Threads of each GEMM call (OpenBLAS', or Eigen's OpenMP), and which GEMM this build uses.
+// Threads of each GEMM call (OpenBLAS', or Eigen's OpenMP with -Dblas=eigen; the AVX-512 and
+// AVX2 kernels always run on the calling thread), and which GEMM this build uses.
 void set_gemm_threads(int threads);
 std::string gemm_backend();
 // The GEMMs of this build that this CPU runs, fastest first, and a choice among them (tests and

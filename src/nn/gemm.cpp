@@ -1,3 +1,4 @@
+#include <atomic>
 #include <iterator>
 #include <stdexcept>
 
@@ -58,8 +59,12 @@ const GemmKernel kKernels[] = {
 #endif
 };
 
-const GemmKernel*& current_kernel() {
-  static const GemmKernel* kernel = [] {
+// Atomic: the pool's threads call gemm() while a test or benchmark may choose another kernel.
+std::atomic<const GemmKernel*>& current_kernel() {
+  static std::atomic<const GemmKernel*> kernel = [] {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();  // a gemm() from a constructor may run before libgcc's own call
+#endif
     for (const GemmKernel& k : kKernels)
       if (k.supported()) return &k;
     return &kKernels[std::size(kKernels) - 1];
@@ -75,10 +80,10 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc) {
-  current_kernel()->run(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
-std::string gemm_backend() { return current_kernel()->name; }
+std::string gemm_backend() { return current_kernel().load()->name; }
 
 std::vector<std::string> gemm_backends() {
   std::vector<std::string> names;
@@ -90,7 +95,7 @@ std::vector<std::string> gemm_backends() {
 void use_gemm_backend(const std::string& name) {
   for (const GemmKernel& k : kKernels)
     if (k.supported() && name == k.name) {
-      current_kernel() = &k;
+      current_kernel().store(&k);
       return;
     }
   throw std::invalid_argument("gemm backend " + name + " is not in this build or not for this CPU");

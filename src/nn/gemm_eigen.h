@@ -1,5 +1,5 @@
 // Row-major C (m, n) = op(A) op(B) by Eigen's own kernels, in the instruction set of the file
-// that includes this (gemm.cpp: the build's; gemm_avx512.cpp: AVX-512). Internal linkage, so
+// that includes this (gemm.cpp: the build's; gemm_isa.cpp: AVX-512 or AVX2). Internal linkage, so
 // that each includer keeps its own copy.
 #pragma once
 #include <Eigen/Core>
