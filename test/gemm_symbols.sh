@@ -24,7 +24,10 @@ if grep -q -e '\.init_array' -e '\.ctors' <<<"$sections"; then
   echo "FAIL: $lib has a static initialiser (.init_array or .ctors), which would run $isa code on every CPU"
   exit 1
 fi
-if ! c++filt <<<"$globals" | grep -q "^pitrain::gemm_$isa("; then
+# Not `c++filt | grep -q`: grep leaving at the first match could end c++filt by SIGPIPE, which
+# pipefail takes for a failure.
+demangled=$(c++filt <<<"$globals")
+if ! grep -q "^pitrain::gemm_$isa(" <<<"$demangled"; then
   echo "FAIL: $lib defines no pitrain::gemm_$isa: not the $isa GEMM's library (src/nn/gemm_isa.cpp)?"
   exit 1
 fi
