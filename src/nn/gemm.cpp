@@ -1,5 +1,4 @@
 #include <atomic>
-#include <iterator>
 #include <stdexcept>
 
 #include "pitrain/matrix.h"
@@ -41,7 +40,8 @@ struct GemmKernel {
   void (*run)(bool, bool, int, int, int, const float*, int, const float*, int, float*, int);
 };
 
-// The build's kernels, fastest first: gemm() takes the first this CPU runs.
+// The build's kernels, fastest first: gemm() takes the first this CPU runs. The last runs on
+// every CPU.
 const GemmKernel kKernels[] = {
 #ifdef PITRAIN_GEMM_ISA_KERNELS
     {"eigen-avx512",
@@ -62,12 +62,12 @@ const GemmKernel kKernels[] = {
 // Atomic: the pool's threads call gemm() while a test or benchmark may choose another kernel.
 std::atomic<const GemmKernel*>& current_kernel() {
   static std::atomic<const GemmKernel*> kernel = [] {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef PITRAIN_GEMM_ISA_KERNELS
     __builtin_cpu_init();  // a gemm() from a constructor may run before libgcc's own call
 #endif
-    for (const GemmKernel& k : kKernels)
-      if (k.supported()) return &k;
-    return &kKernels[std::size(kKernels) - 1];
+    const GemmKernel* k = kKernels;
+    while (!k->supported()) ++k;
+    return k;
   }();
   return kernel;
 }
