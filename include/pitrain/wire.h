@@ -61,8 +61,10 @@ class WireAverage {
   // values' units (before the division by P; empty when off, or for a lossless format).
   const std::vector<float>& residual() const { return residual_; }
   // Once the residual's values have reached the other ranks another way (local SGD's last
-  // agreement sends them whole).
+  // agreement sends them whole), or are kept elsewhere (local SGD's rounds: in the rank's model).
   void clear_residual() { std::fill(residual_.begin(), residual_.end(), 0.0f); }
+  // The residual becomes values (n): what was kept elsewhere comes back.
+  void return_residual(const float* values) { std::copy(values, values + residual_.size(), residual_.begin()); }
 
  protected:
   // Puts (values[lo, hi) plus the residual) x scale in the send buffer and starts their sum.

@@ -2,7 +2,12 @@
 // their last common parameters (the "anchor"), in the wire format. With overlap a round runs
 // during the next K steps (or overlap_steps, if fewer) and is then applied, keeping the steps
 // taken meanwhile. Each rank keeps its own optimizer state: averaging Adam's moments too would
-// triple the traffic. The first sync_warmup steps average gradients, as per-step sync does.
+// triple the traffic. What a lossy round did not carry of a rank's change (error feedback's
+// residual: its low rank's rest, its rounding) stays in that rank's model, as in CHOCO-SGD
+// (Koloskova et al., 2019), and so goes with the next round: the ranks agree on what the round
+// carried and each keeps the rest of its own. Waiting aside in the wire instead, it was missing
+// from the models until a later round carried it: `mlp` with the WLAN cell's PowerSGD rounds
+// ended 0.8317 against 0.8265, per-step sync 0.8374 (bench/RESULTS.md, thirty-third pass). The first sync_warmup steps average gradients, as per-step sync does.
 // An outer optimizer (DiLoCo, Douillard et al., 2023) may move the anchor by more than the mean
 // change: Nesterov momentum over the rounds, which keeps large K accurate.
 // With max_sync_every (--sync auto) K doubles while a rank waits for the overlapped rounds: MPI
@@ -75,27 +80,33 @@ class LocalSgd : public SyncStrategy {
       }
       return;
     }
-    if (overlap_steps_ > 0 && round_step_ >= 0 && step - round_step_ >= overlap_steps_) finish_round(params, step, pace_.adapts(), false);
-    if (round_after(step)) round(params, step, pace_.adapts());
+    if (overlap_steps_ > 0 && round_step_ >= 0 && step - round_step_ >= overlap_steps_)
+      finish_round(params, step, pace_.adapts(), false, Residual::in_model);
+    if (round_after(step)) round(params, step, pace_.adapts(), Residual::in_model);
     per_step_.wire().progress();
   }
 
   void agree(float* params, int64_t step) override {
     if (step < warmup_) return;
-    round(params, step, false);  // a round cut short (epoch end, checkpoint) says nothing of K
-    finish_round(params, step, false, false);
+    if (kept_at_ == step) {  // this step's blocking round left its residual in the model: back to the wire
+      for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i], params[i] = anchor_[i];
+      per_step_.wire().return_residual(delta_.data());
+    }
+    round(params, step, false, Residual::in_wire);  // a round cut short (epoch end, checkpoint) says nothing of K
+    finish_round(params, step, false, false, Residual::in_wire);
     per_step_.wire().progress();
   }
 
-  // A round would leave behind what its low rank or its rounding drops, which each rank's
-  // residual keeps for the rounds after, and there are none. So the last agreement averages
-  // each rank's steps since the anchor plus its residual, taken whole (no outer step), in int8
+  // A round would leave behind what its low rank or its rounding drops, which each rank keeps
+  // for the rounds after, and there are none. So the last agreement averages each rank's steps
+  // since the anchor, with what the rounds left in its model and the wire's residual of a round
+  // cut short, taken whole (no outer step), in int8
   // (mlp: 205 KB, a quarter of fp32's bytes; its rounding is small beside the weights). mlp,
   // 4 ranks, at the full budget, seeds 0-2: PowerSGD every 128 steps 0.7884 -> 0.7998 (median),
   // every 16 applied 8 on 0.8190 -> 0.8201; per-step sync 0.8193 (bench/RESULTS.md, seventeenth pass).
   void agree_final(float* params, int64_t step) override {
     if (step < warmup_) return;
-    finish_round(params, step, false, false);
+    finish_round(params, step, false, false, Residual::in_wire);
     const std::vector<float>& residual = per_step_.wire().residual();
     for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i] + (residual.empty() ? 0.0f : residual[i]);
     const auto whole = make_wire_average(WireType::int8, comm_, int64_t(delta_.size()), WireOptions{});
@@ -113,7 +124,7 @@ class LocalSgd : public SyncStrategy {
   // though a validation later on 4 local ranks (19 against 18; bench/RESULTS.md, twenty-sixth pass).
   const float* common_params(float* params, int64_t step) override {
     if (step < warmup_) return params;
-    if (!young_round(step)) finish_round(params, step, false, false);
+    if (!young_round(step)) finish_round(params, step, false, false, Residual::in_model);
     return anchor_.data();
   }
 
@@ -135,19 +146,23 @@ class LocalSgd : public SyncStrategy {
     return overlap_steps_ == 0 && round_step_ >= 0 && 4 * (step - round_step_) < pace_.every();
   }
 
+  // Where a finished round leaves its residual: in this rank's model while training, in the
+  // wire at an agreement, where every rank must end with the anchor.
+  enum class Residual { in_model, in_wire };
+
   // Applies the round in flight, if any, and starts one of what was learnt since the anchor.
   // `timed`: measure how long the round in flight kept this rank waiting (round_wait_).
-  void round(float* params, int64_t step, bool timed) {
+  void round(float* params, int64_t step, bool timed, Residual residual) {
     if (step == started_after_) return;
     if (round_step_ >= 0) {
-      finish_round(params, step, timed, true);
+      finish_round(params, step, timed, true, residual);
     } else {
       for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i];
     }
     round_started_at_ = MPI_Wtime();
     per_step_.wire().start(delta_.data(), 0, int64_t(delta_.size()));
     round_step_ = started_after_ = step;
-    if (!overlap_) finish_round(params, step, false, false);
+    if (!overlap_) finish_round(params, step, false, false, residual);
   }
 
   // New anchor = old anchor + the outer step from the mean of what was sent. A rank that took
@@ -155,21 +170,27 @@ class LocalSgd : public SyncStrategy {
   // the anchor itself, so that all such ranks hold the same bits. `restart`: also take what was
   // learnt since the new anchor, for the round that starts now, in the same pass (a round's
   // element-wise work is passes over memory, which a Pi has little of).
-  void finish_round(float* params, int64_t step, bool timed, bool restart) {
+  void finish_round(float* params, int64_t step, bool timed, bool restart, Residual where) {
     if (round_step_ < 0) return;
     const double waited = comm_.mpi_seconds();
     const std::vector<float>& mean = per_step_.wire().finish();
     if (timed)
       round_wait_ = int(1000 * (comm_.mpi_seconds() - waited) / std::max(MPI_Wtime() - round_started_at_, 1e-9));
-    if (momentum_.empty()) apply_round<false>(mean.data(), params, step != round_step_, restart);
-    else apply_round<true>(mean.data(), params, step != round_step_, restart);
+    const std::vector<float>& residual = per_step_.wire().residual();
+    const float* kept = where == Residual::in_model && !residual.empty() ? residual.data() : nullptr;
+    if (momentum_.empty()) apply_round<false>(mean.data(), params, step != round_step_, restart, kept);
+    else apply_round<true>(mean.data(), params, step != round_step_, restart, kept);
+    if (kept) per_step_.wire().clear_residual();
+    if (kept && step == round_step_) kept_at_ = step;
     round_step_ = -1;
   }
 
   // finish_round's pass. The outer step: Nesterov on the mean change (the negative of DiLoCo's
   // outer gradient), as in SGD's form, or without momentum the outer lr times the mean change.
+  // `kept`: the round's residual, which this rank's model keeps (nullptr: none).
   template <bool kMomentum>
-  void apply_round(const float* __restrict mean, float* __restrict params, bool moved, bool restart) {
+  void apply_round(const float* __restrict mean, float* __restrict params, bool moved, bool restart,
+                   const float* __restrict kept) {
     float* __restrict anchor = anchor_.data();
     float* __restrict delta = delta_.data();
     float* __restrict momentum = momentum_.data();
@@ -183,7 +204,7 @@ class LocalSgd : public SyncStrategy {
         change = lr * mean[i];
       }
       anchor[i] += change;
-      params[i] = moved ? params[i] + change - delta[i] : anchor[i];
+      params[i] = (moved ? params[i] + change - delta[i] : anchor[i]) + (kept ? kept[i] : 0.0f);
       if (restart) delta[i] = params[i] - anchor[i];
     }
   }
@@ -199,6 +220,7 @@ class LocalSgd : public SyncStrategy {
   std::vector<float> momentum_;        // (n) the outer momentum, the same on every rank; empty without
   int64_t started_after_ = -1;         // the last step after which a round started
   int64_t round_step_ = -1;            // the step whose round is in flight; -1: none
+  int64_t kept_at_ = -1;               // the last step whose blocking round left its residual in the model
   double round_started_at_ = 0;        // MPI_Wtime() of its start
   int round_wait_ = kNotTimed;         // per mille of the last round's time spent in its finish
 };

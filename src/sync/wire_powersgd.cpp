@@ -3,7 +3,10 @@
 // averaged, and the mean of the ranks' M is approximated by P Q^T: one power iteration a
 // round, warm-started from the last Q, so the approximation sharpens over the rounds. What it
 // leaves out stays in this rank's residual and goes with the next round: error feedback is
-// always on, since without it a low-rank approximation would lose the rest for good. Weights
+// always on, since without it a low-rank approximation would lose the rest for good. A rank's
+// residual is its own M less its projection P P^T M (as its Q was rounded for the wire), not M
+// less the mean's approximation: the ranks' residuals have the same mean either way, but only
+// this one is the rank's own, which local SGD keeps in the rank's model (local_sgd.cpp). Weights
 // too small to gain (biases, a kernel whose factors are not under half its size) go as they are
 // beside P. Everything travels in int4 blocks (BlockSum: a scale each 64 values), each factor
 // column from blocks of its own, so that the weak directions keep their own scale: at about the
@@ -94,8 +97,8 @@ class PowerSgdAverage : public WireAverage {
  public:
   PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts)
       : WireAverage(comm, n), layout_(layout_of(n, opts)), a_(size_t(n)), p_(size_t(layout_.p_floats)),
-        q_(size_t(layout_.q_floats)), first_(size_t(layout_.first)), dropped_(first_.size()),
-        second_(size_t(layout_.second)), sum_first_(make_int4_sum(layout_.first)), sum_second_(make_int4_sum(layout_.second)) {
+        q_(size_t(layout_.q_floats)), first_(size_t(layout_.first)), dropped_(size_t(std::max(layout_.first, layout_.second))),
+        second_(size_t(layout_.second)), own_second_(second_.size()), sum_first_(make_int4_sum(layout_.first)), sum_second_(make_int4_sum(layout_.second)) {
     residual_.assign(size_t(n), 0.0f);
     // Q starts random, the same on every rank; from then on it is the last round's average.
     for (size_t i = 0; i < q_.size(); ++i) q_[i] = random_q(i);
@@ -157,24 +160,32 @@ class PowerSgdAverage : public WireAverage {
       p_wire += layout_.p_values(m), q_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
     }
     phase_ = 2;
-    return sum_second_->start(comm_, second_.data(), int64_t(second_.size()), nullptr);
+    own_second_ = second_;
+    const MPI_Request req = sum_second_->start(comm_, second_.data(), int64_t(second_.size()), dropped_.data());
+    for (size_t i = 0; i < own_second_.size(); ++i) own_second_[i] -= dropped_[i];
+    return req;
   }
 
   // The average: P Q^T for the compressed weights, the rest's mean; the residual is what this
-  // rank's values had beyond the approximation.
+  // rank's values had beyond their own projection on P.
   void receive() override {
     sum_second_->read(second_.data(), int64_t(second_.size()));
     const int r = layout_.r;
     const float* q_wire = second_.data();
+    const float* own_wire = own_second_.data();
     const float* p = p_.data();
     float* q = q_.data();
     for (const WireMatrix& m : layout_.matrices) {
+      // This rank's own Q as sent: its residual is what P P^T leaves of its own values.
+      from_columns(own_wire, m.cols, r, layout_.whole_blocks(m.cols), q);
+      float* residual = &residual_[size_t(m.offset)];
+      gemm(false, true, int(m.rows), int(m.cols), r, p, q, residual);
+      const float* a = &a_[size_t(m.offset)];
+      for (int64_t i = 0; i < m.rows * m.cols; ++i) residual[i] = a[i] - residual[i] / scale_;
       from_columns(q_wire, m.cols, r, layout_.whole_blocks(m.cols), q);
-      float* avg = &averages_[size_t(m.offset)];
-      gemm(false, true, int(m.rows), int(m.cols), r, p, q, avg);
-      for (int64_t i = 0; i < m.rows * m.cols; ++i) residual_[size_t(m.offset + i)] = a_[size_t(m.offset + i)] - avg[i];
+      gemm(false, true, int(m.rows), int(m.cols), r, p, q, &averages_[size_t(m.offset)]);
       restart_zero_columns(q, m.cols, r, size_t(q - q_.data()));
-      q_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
+      q_wire += layout_.q_values(m), own_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
     }
     const float* rest = &first_[size_t(layout_.rest_at)];
     for (const auto& [from, to] : layout_.rest) {
@@ -204,8 +215,9 @@ class PowerSgdAverage : public WireAverage {
   // which warm-starts the next.
   std::vector<float> p_, q_;
   // On the wire: P's columns, then the rest: this rank's, then (from phase 2 on) the ranks' sum.
-  std::vector<float> first_, dropped_;  // dropped_: what rounding took from first_
+  std::vector<float> first_, dropped_;  // dropped_: what rounding took from first_, then second_
   std::vector<float> second_;           // Q's columns: this rank's, then the sum
+  std::vector<float> own_second_;       // this rank's Q's columns as rounded for the wire
   std::unique_ptr<BlockSum> sum_first_, sum_second_;
   float scale_ = 1;
   int phase_ = 0;  // 1: P in flight, 2: Q in flight
