@@ -6,8 +6,10 @@
 // residual: its low rank's rest, its rounding) stays in that rank's model, as in CHOCO-SGD
 // (Koloskova et al., 2019), and so goes with the next round: the ranks agree on what the round
 // carried and each keeps the rest of its own. Waiting aside in the wire instead, it was missing
-// from the models until a later round carried it: `mlp` with the WLAN cell's PowerSGD rounds
-// ended 0.8317 against 0.8265, per-step sync 0.8374 (bench/RESULTS.md, thirty-third pass). The first sync_warmup steps average gradients, as per-step sync does.
+// from the models until a later round carried it: `mlp` with the WLAN cell's PowerSGD rounds, at
+// the magazine's budget, ended 0.8306 instead of 0.8240, per-step sync 0.8374 (medians of 12
+// seeds; bench/RESULTS.md, thirty-third pass). The first sync_warmup steps average gradients,
+// as per-step sync does.
 // An outer optimizer (DiLoCo, Douillard et al., 2023) may move the anchor by more than the mean
 // change: Nesterov momentum over the rounds, which keeps large K accurate.
 // With max_sync_every (--sync auto) K doubles while a rank waits for the overlapped rounds: MPI
