@@ -169,7 +169,8 @@ class LocalSgd : public SyncStrategy {
 
   // New anchor = old anchor + the outer step from the mean of what was sent. A rank that took
   // steps since the round started keeps them on top of the new anchor; one that did not takes
-  // the anchor itself, so that all such ranks hold the same bits. `restart`: also take what was
+  // the anchor itself, so that all such ranks hold the same bits; either, while training, adds
+  // what the round did not carry of its own change (`where`). `restart`: also take what was
   // learnt since the new anchor, for the round that starts now, in the same pass (a round's
   // element-wise work is passes over memory, which a Pi has little of).
   void finish_round(float* params, int64_t step, bool timed, bool restart, Residual where) {
