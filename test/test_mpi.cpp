@@ -24,6 +24,16 @@ bool same_on_every_rank(const std::vector<float>& v) {
   return same == 1;
 }
 
+// A rank's update at a step to a (rows, cols) weight, and to a bias-like rest after it (from
+// index rows * cols on): of rank 2 and different on every rank, so that the ranks' mean has rank
+// > 1, which rounds of rank 1 cannot carry whole.
+float rank2_update(int rank, int step, int64_t i, int64_t rows, int64_t cols) {
+  if (i >= rows * cols) return 0.01f * float(rank + step + 1);
+  const int64_t r = i / cols, c = i % cols;
+  return 0.05f * (std::sin(float(r * (rank + 1) + step)) * std::cos(float(c + rank)) +
+                  std::cos(float(r + step)) * std::sin(float(c * (rank + 2))));
+}
+
 }  // namespace
 
 TEST_CASE("the ranks' slices cover every row once") {
@@ -353,12 +363,8 @@ TEST_CASE("PowerSGD's residual is the rank's own: its values less their projecti
 TEST_CASE("local SGD with low-rank rounds: what a round did not carry stays in the rank's model") {
   Comm comm;
   if (comm.size() == 1) return;  // one rank syncs nothing
-  const int64_t rows = 40, cols = 30, n = rows * cols;
-  // Each rank's update a step: of rank 2, differing between the ranks, beyond what rank 1 carries.
-  auto update = [&](int rank, int64_t i) {
-    const int64_t r = i / cols, c = i % cols;
-    return 0.05f * (std::sin(float(r * (rank + 1))) * std::cos(float(c + rank)) + std::cos(float(r)) * std::sin(float(c * (rank + 2))));
-  };
+  const int64_t rows = 40, cols = 30, n = rows * cols + 5;
+  auto update = [&](int rank, int step, int64_t i) { return rank2_update(rank, step, i, rows, cols); };
   for (const bool overlap : {false, true}) {
     INFO("overlap " << overlap);
     SyncOptions o;
@@ -367,20 +373,21 @@ TEST_CASE("local SGD with low-rank rounds: what a round did not carry stays in t
     auto sync = make_sync_strategy(comm, p.data(), n, o, {{0, rows, cols}});
     const int steps = overlap ? 4 : 2;  // overlapped, the round of steps 0-1 is applied after step 3
     for (int step = 0; step < steps; ++step) {
-      for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), i);
+      for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
       sync->after_update(p.data(), step);
     }
     // The ranks' models together keep all they learnt: their mean is the mean of every rank's
-    // steps, to the int4 rounding of the Q sum (measured 0.007-0.012 on 2-4 ranks). The round
+    // steps, to the int4 rounding of the Q sum (measured 0.006-0.008 on 2-4 ranks). The round
     // carried only its rank-1 approximation: the common model misses a direction of the size of
-    // the updates (measured 0.08-0.24). Each rank keeps the rest of its own, so the ranks differ.
+    // the updates (measured 0.065-0.155). Each rank keeps the rest of its own, so the ranks differ.
     std::vector<float> mean_p = p;
     MPI_Allreduce(MPI_IN_PLACE, mean_p.data(), int(n), MPI_FLOAT, MPI_SUM, comm.raw());
     const float* common = sync->common_params(p.data(), steps - 1);
     double worst = 0, worst_common = 0;
     for (int64_t i = 0; i < n; ++i) {
       double want = 0.5;
-      for (int r = 0; r < comm.size(); ++r) want += steps * update(r, i) / comm.size();
+      for (int step = 0; step < steps; ++step)
+        for (int r = 0; r < comm.size(); ++r) want += update(r, step, i) / comm.size();
       worst = std::max(worst, std::abs(mean_p[size_t(i)] / comm.size() - want));
       worst_common = std::max(worst_common, std::abs(common[i] - want));
     }
@@ -396,13 +403,7 @@ TEST_CASE("local SGD's last agreement: what the low-rank rounds left out reaches
   Comm comm;
   if (comm.size() == 1) return;  // one rank syncs nothing
   const int64_t rows = 40, cols = 30, n = rows * cols + 5;
-  // Each rank's update a step: a matrix of rank 2 that differs between ranks (their mean has
-  // rank > 1, which rounds of rank 1 cannot carry whole), and a bias-like rest.
-  auto update = [&](int rank, int step, int64_t i) {
-    if (i >= rows * cols) return 0.01f * float(rank + step + 1);
-    const int64_t r = i / cols, c = i % cols;
-    return 0.05f * (std::sin(float(r * (rank + 1) + step)) * std::cos(float(c + rank)) + std::cos(float(r + step)) * std::sin(float(c * (rank + 2))));
-  };
+  auto update = [&](int rank, int step, int64_t i) { return rank2_update(rank, step, i, rows, cols); };
   auto run = [&](bool final) {  // 4 steps, rounds after steps 1 and 3, then the agreement
     SyncOptions o;
     o.sync_every = 2;
