@@ -244,6 +244,16 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(ethernet.opts.wire == WireType::powersgd);
   CHECK(ethernet.opts.sync_every == 16);
   CHECK(ethernet.opts.overlap_steps == 8);
+  CHECK(ethernet.opts.outer_lr == 0.35f);
+  // WLAN and a 0.6 ms step: the 8.04 ms round needs 14 steps, so rounds every 28, applied 14
+  // on; from K = 24 the outer step is 0.5/0.8, the ranks' own lr still the full one.
+  const SyncChoice wlan_fast = choose(20, 2e-3, 0.0006);
+  INFO(wlan_fast.why);
+  CHECK(wlan_fast.opts.sync_every == 28);
+  CHECK(wlan_fast.opts.overlap_steps == 14);
+  CHECK(wlan_fast.opts.outer_lr == 0.5f);
+  CHECK(wlan_fast.opts.outer_momentum == 0.8f);
+  CHECK(wlan_fast.opts.inner_lr_scale == 1.0f);
   // 10 ms an allreduce (a WLAN with latency, as the probe sees it): a round needs over 24 steps,
   // so it is applied at the next round, every K >= its steps rather than 2K.
   const SyncChoice far = choose(20, 10e-3, 0.001);

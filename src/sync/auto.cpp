@@ -43,15 +43,21 @@ constexpr int kMinLowRankEvery = 16, kMaxHalfDelayEvery = 48, kMaxEvery = 128;
 // PowerSGD rounds move the anchor by DiLoCo's outer Nesterov step: a small lr and high momentum
 // average the rounds' compression noise and still step ~1.75x their mean change. 0.35/0.8
 // reached 0.78 sooner than 0.5/0.5 or the plain mean at K = 8, 16 and 128; an outer lr of 1
-// with momentum 0.8 diverged (fourteenth pass).
-constexpr float kRoundOuterLr = 0.35f, kRoundOuterMomentum = 0.8f;
+// with momentum 0.8 diverged (fourteenth pass). Rounds from K = 24 on take 0.5/0.8 (~2.5x their
+// mean change): the mean of models that drifted apart longer moves less than their steps did,
+// and since what a round did not carry stays in the ranks' models the larger step pays there.
+// `mlp` reached 0.78 one or two validations sooner at K = 24, 32 and 48 (final accuracy even),
+// `cnn` at K = 32 ended 0.83 points under per-step sync instead of 1.16; at K = 16 and 20 `mlp`
+// ended 0.6-0.7 points lower with 0.5/0.8 (thirty-fourth pass).
+constexpr float kRoundOuterLr = 0.35f, kFarRoundOuterLr = 0.5f, kRoundOuterMomentum = 0.8f;
+constexpr int kMinFarRoundEvery = 24;
 // Rounds more than kMaxHalfDelayEvery steps apart (always applied at the next round) leave the
-// ranks apart for 2K steps: there their own steps take 0.7 of the lr and the outer step is
-// 0.5/0.8. `mlp`, rank 16, K = 128, 4 ranks: 0.78 in 17 epochs instead of 20, and at the full
-// budget 0.8073 instead of 0.8035 (per-step sync 0.8184; medians of 6 seeds); at K = 64 and 96
-// as soon or sooner and 0.1-0.35 points more; at K = 25 and 31 even, at K = 16 applied 8 on
-// 2.5 epochs more (twenty-third pass).
-constexpr float kLongRoundInnerLrScale = 0.7f, kLongRoundOuterLr = 0.5f;
+// ranks apart for 2K steps: there their own steps take 0.7 of the lr. `mlp`, rank 16, K = 128,
+// 4 ranks, with the outer step 0.5/0.8: 0.78 in 17 epochs instead of 20, and at the full budget
+// 0.8073 instead of 0.8035 (per-step sync 0.8184; medians of 6 seeds); at K = 64 and 96 as soon
+// or sooner and 0.1-0.35 points more; at K = 25 and 31 even, at K = 16 applied 8 on 2.5 epochs
+// more (twenty-third pass).
+constexpr float kLongRoundInnerLrScale = 0.7f;
 constexpr int64_t kProbeBytes = 64 * 1024;
 
 struct Candidate {
@@ -194,10 +200,9 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   const bool doubles = pick.overlap && !pick.overlap_steps && pick.wire != WireType::powersgd;
   choice.opts.max_sync_every = doubles ? kMaxFullRankEvery : 0;
   if (pick.wire == WireType::powersgd) {
-    const bool long_rounds = pick.every > kMaxHalfDelayEvery;
-    choice.opts.outer_lr = long_rounds ? kLongRoundOuterLr : kRoundOuterLr;
+    choice.opts.outer_lr = pick.every >= kMinFarRoundEvery ? kFarRoundOuterLr : kRoundOuterLr;
     choice.opts.outer_momentum = kRoundOuterMomentum;
-    choice.opts.inner_lr_scale = long_rounds ? kLongRoundInnerLrScale : 1.0f;
+    choice.opts.inner_lr_scale = pick.every > kMaxHalfDelayEvery ? kLongRoundInnerLrScale : 1.0f;
   }
   const std::string what =
       (pick.every == 1 ? std::string("gradients every step")
