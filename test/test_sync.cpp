@@ -245,6 +245,13 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(ethernet.opts.sync_every == 16);
   CHECK(ethernet.opts.overlap_steps == 8);
   CHECK(ethernet.opts.outer_lr == 0.35f);
+  // The emulated 100 Mbit/s hosts on a slower hour (0.11 ms an allreduce, 6.6 MB/s) and 0.79 ms
+  // steps: int4 every 16 steps applied 8 on (96 KB, 15 ms) would keep the ranks waiting 8.7 ms
+  // of 21, over a fifth, so PowerSGD's 10 KB every 18 steps, which 9 steps hide.
+  const SyncChoice ethernet_slow = choose(6.6 * 8, 0.11e-3, 0.00079);
+  INFO(ethernet_slow.why);
+  CHECK(ethernet_slow.opts.wire == WireType::powersgd);
+  CHECK(ethernet_slow.opts.overlap_steps == ethernet_slow.opts.sync_every / 2);
   // WLAN and a 0.6 ms step: the 8.04 ms round needs 14 steps, so rounds every 28, applied 14
   // on; from K = 24 the outer step is 0.5/0.8, the ranks' own lr still the full one.
   const SyncChoice wlan_fast = choose(20, 2e-3, 0.0006);
@@ -297,6 +304,8 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where
     CHECK(soon.opts.overlap_steps == 2);
     CHECK(soon.opts.error_feedback);
     CHECK(soon.opts.max_sync_every == 0);  // the probe measured its cost: K stays
+    CHECK(soon.opts.outer_lr == 0.35f);    // every round auto takes moves by the outer step
+    CHECK(soon.opts.outer_momentum == 0.8f);
     CHECK(soon.why.find("rounds every 8 steps, overlapped and applied 2 steps later, in int4") == 0);
   }
   const SyncChoice later = choose(0.005);  // 2 steps of 5 ms hide 10 ms, 4 steps 20
@@ -319,16 +328,20 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where
   CHECK(every16.opts.sync_every == 16);
   CHECK(every16.opts.overlap_steps == 8);
   CHECK(every16.opts.max_sync_every == 0);
-  // The emulated WLAN cell as its probe sees it (0.12 ms an allreduce, 0.2 MB/s) and 8 ms steps:
-  // int4's 101 ms outlast the 8 steps before it is applied by 37 ms, under two fifths of the
-  // 165 ms from one round to the next, as a blocking round may cost; int8 every 32 steps (219 ms)
-  // would hide but learns less.
-  const SyncChoice cell = choose_sync(SyncOptions{}, 0.008, LinkTiming{0.12e-3, 1 / 0.2e6}, n, kernels);
+  // The emulated WLAN cell as its probe sees it (0.12 ms an allreduce, 0.2 MB/s) and 9 ms steps:
+  // int4's 101 ms outlast the 8 steps before it is applied by 29 ms, under a fifth of the 173 ms
+  // from one round to the next; int8 every 32 steps (219 ms) would hide but learns less.
+  const SyncChoice cell = choose_sync(SyncOptions{}, 0.009, LinkTiming{0.12e-3, 1 / 0.2e6}, n, kernels);
   INFO(cell.why);
   CHECK(cell.opts.wire == WireType::int4);
   CHECK(cell.opts.sync_every == 16);
   CHECK(cell.opts.overlap_steps == 8);
   CHECK(cell.why.find("rounds every 16 steps, overlapped and applied 8 steps later, in int4") == 0);
+  // With 8 ms steps the wait (37 ms of 165) passes a fifth: int8 every 32 steps, which hide it.
+  const SyncChoice cell_fast = choose_sync(SyncOptions{}, 0.008, LinkTiming{0.12e-3, 1 / 0.2e6}, n, kernels);
+  INFO(cell_fast.why);
+  CHECK(cell_fast.opts.sync_every == 32);
+  CHECK(cell_fast.opts.overlap_steps == 0);
   // 20 ms an allreduce whatever its bytes, and 1 ms steps: int4 every 16 would keep the ranks
   // waiting 12 ms of 28, over two fifths; bf16 every 32 steps hides.
   const SyncChoice far = choose_sync(SyncOptions{}, 0.001, LinkTiming{20e-3, 1e-9}, n, kernels);
@@ -336,7 +349,8 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where
   CHECK(far.opts.wire == WireType::bf16);
   CHECK(far.opts.sync_every == 32);
   CHECK(far.opts.overlap_steps == 0);
-  CHECK(far.opts.outer_momentum == 0);
+  CHECK(far.opts.outer_lr == 0.5f);  // from K = 24
+  CHECK(far.opts.outer_momentum == 0.8f);
   // A link whose fixed cost outweighs its bytes (6 ms an allreduce, 1 GB/s) and steps of 1 ms: a
   // blocking round may take 5.3 ms, 8 overlapped steps hide 8, and bf16 comes before int8.
   const SyncChoice latency_bound = choose_sync(SyncOptions{}, 0.001, LinkTiming{6e-3, 1e-9}, n, kernels);

@@ -29,8 +29,12 @@ constexpr double kBlockingShare = kSlowRoundWaitPastFree / 1000.0;
 constexpr int kOverlapSteps = 2, kLateOverlapSteps = 4;
 // Where no round every 8 steps fits (a WLAN cell): int4 every 16, applied 8 steps on even if
 // the ranks then wait for the rest; `cnn` reached 0.80 a validation sooner than with the int8
-// rounds every 32 that would hide (eighteenth pass).
+// rounds every 32 that would hide (eighteenth pass). That wait may cost a fifth of the time,
+// not the two fifths of a blocking round: `mlp` on the emulated 100 Mbit/s hosts, whose 15 ms
+// rounds it took against 0.8 ms steps, ran 1.7-2.0 ms a step where PowerSGD rounds that hide
+// ran 1.1 (thirty-fourth pass).
 constexpr int kWaitingEvery = 2 * kBlockingEvery;
+constexpr double kWaitingShare = kCommShare;
 // Full-rank rounds (bf16, int8) go up to K = 32; then PowerSGD, from K = 16 (what its rounds
 // cost a rank beyond the link's time, compression and two allreduces, pays only that rarely)
 // to 128, where a WLAN cell carries `mlp`'s PowerSGD rounds behind its steps (thirteenth pass).
@@ -40,15 +44,18 @@ constexpr int kWaitingEvery = 2 * kBlockingEvery;
 // K = 32 applied at the next round, and no more at 128 (fourteenth pass).
 constexpr int kMaxFullRankEvery = 32;
 constexpr int kMinLowRankEvery = 16, kMaxHalfDelayEvery = 48, kMaxEvery = 128;
-// PowerSGD rounds move the anchor by DiLoCo's outer Nesterov step: a small lr and high momentum
-// average the rounds' compression noise and still step ~1.75x their mean change. 0.35/0.8
-// reached 0.78 sooner than 0.5/0.5 or the plain mean at K = 8, 16 and 128; an outer lr of 1
-// with momentum 0.8 diverged (fourteenth pass). Rounds from K = 24 on take 0.5/0.8 (~2.5x their
-// mean change): the mean of models that drifted apart longer moves less than their steps did,
-// and since what a round did not carry stays in the ranks' models the larger step pays there.
-// `mlp` reached 0.78 one or two validations sooner at K = 24, 32 and 48 (final accuracy even),
-// `cnn` at K = 32 ended 0.83 points under per-step sync instead of 1.16; at K = 16 and 20 `mlp`
-// ended 0.6-0.7 points lower with 0.5/0.8 (thirty-fourth pass).
+// Local SGD's rounds move the anchor by DiLoCo's outer Nesterov step: a small lr and high
+// momentum average the rounds' noise and still step ~1.75x their mean change. For PowerSGD
+// rounds 0.35/0.8 reached 0.78 sooner than 0.5/0.5 or the plain mean at K = 8, 16 and 128; an
+// outer lr of 1 with momentum 0.8 diverged (fourteenth pass). It pays for full-rank rounds
+// too, which had none before: with int4 rounds every 16 steps
+// applied 8 on `mlp` reached 0.78 in 8 validations instead of 12 and ended 0.7 points higher,
+// `cnn` every 8 applied 2 on ended 0.7 points higher, over per-step sync (thirty-fourth pass).
+// Rounds from K = 24 on take 0.5/0.8 (~2.5x their mean change): the mean of models that drifted
+// apart longer moves less than their steps did. `mlp` reached 0.78 one or two validations
+// sooner at K = 24, 32 and 48 (final accuracy even), `cnn` at K = 32 ended 0.83 points under
+// per-step sync instead of 1.16; at K = 16 and 20 `mlp` ended 0.6-0.7 points lower with 0.5/0.8
+// (thirty-fourth pass).
 constexpr float kRoundOuterLr = 0.35f, kFarRoundOuterLr = 0.5f, kRoundOuterMomentum = 0.8f;
 constexpr int kMinFarRoundEvery = 24;
 // Rounds more than kMaxHalfDelayEvery steps apart (always applied at the next round) leave the
@@ -174,13 +181,13 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   };
   // Every step, the allreduce waits in full; so does a blocking round, once every K steps; a
   // round overlapped with K steps (or with the steps until it is applied) costs only what
-  // outlasts them, and may not outlast them unless it waits, as much as a blocking round may.
+  // outlasts them, and may not outlast them unless it waits (less than a blocking round may).
   auto fits = [&](const Candidate& c) {
     int64_t bytes;
     const double t = round(c, &bytes);
     const double wait = c.overlap ? std::max(0.0, t - c.overlap_steps * step_seconds) : t;
     if (c.every == 1) return t <= kCommShare * step_seconds;
-    if (!c.overlap || c.waits) return wait <= kBlockingShare * (c.every * step_seconds + wait);
+    if (!c.overlap || c.waits) return wait <= (c.waits ? kWaitingShare : kBlockingShare) * (c.every * step_seconds + wait);
     return t <= kOverlapShare * (c.overlap_steps ? c.overlap_steps : c.every) * step_seconds;
   };
   const auto it = std::find_if(candidates.begin(), candidates.end(), fits);
@@ -199,7 +206,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   // that of one applied 2 steps on, is what the probe measured, so their K stays too.
   const bool doubles = pick.overlap && !pick.overlap_steps && pick.wire != WireType::powersgd;
   choice.opts.max_sync_every = doubles ? kMaxFullRankEvery : 0;
-  if (pick.wire == WireType::powersgd) {
+  if (pick.every > 1) {
     choice.opts.outer_lr = pick.every >= kMinFarRoundEvery ? kFarRoundOuterLr : kRoundOuterLr;
     choice.opts.outer_momentum = kRoundOuterMomentum;
     choice.opts.inner_lr_scale = pick.every > kMaxHalfDelayEvery ? kLongRoundInnerLrScale : 1.0f;
