@@ -343,7 +343,7 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where
   CHECK(cell_fast.opts.sync_every == 32);
   CHECK(cell_fast.opts.overlap_steps == 0);
   // 20 ms an allreduce whatever its bytes, and 1 ms steps: int4 every 16 would keep the ranks
-  // waiting 12 ms of 28, over two fifths; bf16 every 32 steps hides.
+  // waiting 12 ms of 28, over a fifth; bf16 every 32 steps hides.
   const SyncChoice far = choose_sync(SyncOptions{}, 0.001, LinkTiming{20e-3, 1e-9}, n, kernels);
   INFO(far.why);
   CHECK(far.opts.wire == WireType::bf16);

@@ -48,9 +48,9 @@ constexpr int kMinLowRankEvery = 16, kMaxHalfDelayEvery = 48, kMaxEvery = 128;
 // momentum average the rounds' noise and still step ~1.75x their mean change. For PowerSGD
 // rounds 0.35/0.8 reached 0.78 sooner than 0.5/0.5 or the plain mean at K = 8, 16 and 128; an
 // outer lr of 1 with momentum 0.8 diverged (fourteenth pass). It pays for full-rank rounds
-// too, which had none before: with int4 rounds every 16 steps
-// applied 8 on `mlp` reached 0.78 in 8 validations instead of 12 and ended 0.7 points higher,
-// `cnn` every 8 applied 2 on ended 0.7 points higher, over per-step sync (thirty-fourth pass).
+// too, which had none before: with int4 rounds every 16 steps applied 8 on `mlp` reached 0.78
+// in 8 validations instead of 12 and ended 0.7 points higher, `cnn` every 8 applied 2 on ended
+// 0.7 points higher, over per-step sync (thirty-fourth pass).
 // Rounds from K = 24 on take 0.5/0.8 (~2.5x their mean change): the mean of models that drifted
 // apart longer moves less than their steps did. `mlp` reached 0.78 one or two validations
 // sooner at K = 24, 32 and 48 (final accuracy even), `cnn` at K = 32 ended 0.83 points under
