@@ -138,10 +138,11 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
   }
 }
 
-TEST_CASE("conv2d gradients, valid and same padding, several channels") {
-  check_gradients(*from_spec("conv2d(3,3)", {7, 6, 2}), 2);
-  check_gradients(*from_spec("conv2d(2,3,same)", {5, 7, 3}), 2);
-  check_gradients(*from_spec("conv2d(2,4,same,relu)", {6, 5, 1}), 1);  // asymmetric padding, as Keras pads
+TEST_CASE("conv2d gradients through im2col: valid and same padding, several channels") {
+  REQUIRE(kDirectMaxDepth < 9 * 4);  // each below is deeper, and not a 3x3 over 8 channels or more
+  check_gradients(*from_spec("conv2d(3,3)", {7, 6, 4}), 2);
+  check_gradients(*from_spec("conv2d(2,3,same)", {5, 7, 5}), 2);
+  check_gradients(*from_spec("conv2d(2,4,same,relu)", {6, 5, 3}), 1);  // asymmetric padding, as Keras pads
 }
 
 TEST_CASE("conv2d gradients through Winograd: 3x3 over enough channels, odd and even sizes, both tiles") {
@@ -155,36 +156,88 @@ TEST_CASE("conv2d gradients through Winograd: 3x3 over enough channels, odd and 
   check_gradients(*from_spec("conv2d(3,3,same)", {5, 8, 9}), 2, {}, 0.5f);
 }
 
+namespace {
+
+struct ConvRun {
+  std::vector<float> y, dy, dkernel, dbias, dx;
+};
+
+// One forward and backward of conv on fixed random x, kernel, bias and dy; dx only if with_dx
+// (a first layer's backward makes none).
+ConvRun run_conv(ConvAlgorithm& conv, Shape in, Shape out, int k, int n, bool with_dx = true) {
+  conv.reserve(n);
+  const auto x = random_values(size_t(n * in.size()), 31), kernel = random_values(size_t(k * k * in.c * out.c), 32);
+  const auto bias = random_values(size_t(out.c), 34);
+  std::vector<float> u(size_t(conv.prepared_floats()));
+  conv.prepare(kernel.data(), u.data(), 0, 1);
+  // Gradients are overwritten, not added to: no NaN may stay.
+  ConvRun r{std::vector<float>(size_t(n * out.size())), random_values(size_t(n * out.size()), 33),
+            std::vector<float>(kernel.size(), std::nanf("")), std::vector<float>(size_t(out.c), std::nanf("")),
+            std::vector<float>(with_dx ? x.size() : 0, std::nanf(""))};
+  conv.forward(x.data(), kernel.data(), bias.data(), u.data(), r.y.data(), n);
+  conv.backward(x.data(), r.y.data(), r.dy.data(), kernel.data(), u.data(), r.dkernel.data(), r.dbias.data(),
+                with_dx ? r.dx.data() : nullptr, n);
+  return r;
+}
+
+void require_same(const ConvRun& a, const ConvRun& b, double margin) {
+  for (auto [u, v] : {std::pair{&a.y, &b.y}, std::pair{&a.dy, &b.dy}, std::pair{&a.dkernel, &b.dkernel},
+                      std::pair{&a.dbias, &b.dbias}, std::pair{&a.dx, &b.dx}}) {
+    REQUIRE(u->size() == v->size());
+    for (size_t i = 0; i < u->size(); ++i) REQUIRE((*u)[i] == Approx((*v)[i]).margin(margin));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("Winograd and im2col compute the same convolution and gradients") {
   // Odd and even sides: tiles that leave the image on one edge (m = 4 on 9x8: by three pixels).
   // Channel counts of 8 or more go in blocks of eight, 5 one channel at a time. F(4x4)'s larger
   // transform coefficients (up to 8) round more: sums over 288 products here agree to ~3e-5.
-  for (auto [same, cin, filters, tile] : {std::tuple{false, 8, 5, 2}, std::tuple{true, 8, 5, 2}, std::tuple{false, 32, 16, 2},
-                                          std::tuple{false, 8, 5, 4}, std::tuple{true, 8, 5, 4}, std::tuple{false, 32, 16, 4}}) {
+  for (auto [same, cin, filters, tile, act] :
+       {std::tuple{false, 8, 5, 2, Activation::relu}, std::tuple{true, 8, 5, 2, Activation::none},
+        std::tuple{false, 32, 16, 2, Activation::relu}, std::tuple{false, 8, 5, 4, Activation::none},
+        std::tuple{true, 8, 5, 4, Activation::relu}, std::tuple{false, 32, 16, 4, Activation::relu}}) {
     const Shape in{9, 8, cin};
     const int pad = same ? 1 : 0, n = 3;
     const Shape out = same ? Shape{9, 8, filters} : Shape{7, 6, filters};
-    auto winograd = make_winograd_conv(in, out, pad, pad, tile);
-    auto im2col = make_im2col_conv(in, out, 3, pad, pad);
-    winograd->reserve(n), im2col->reserve(n);
-    const auto x = random_values(size_t(n * in.size()), 31), kernel = random_values(size_t(9 * in.c * out.c), 32);
-    const auto dy = random_values(size_t(n * out.size()), 33);
-    std::vector<float> y1(dy.size()), y2(dy.size()), dk1(kernel.size()), dk2(kernel.size()), dx1(x.size()), dx2(x.size());
-    std::vector<float> u(size_t(winograd->prepared_floats()));
+    auto winograd = make_winograd_conv(in, out, pad, pad, tile, act);
+    auto im2col = make_im2col_conv(in, out, 3, pad, pad, act);
     REQUIRE(im2col->prepared_floats() == 0);
+    const auto kernel = random_values(size_t(9 * in.c * out.c), 32);
+    std::vector<float> u(size_t(winograd->prepared_floats())), u_in_parts(u.size());
     winograd->prepare(kernel.data(), u.data(), 0, 1);
-    std::vector<float> u_in_parts(u.size());  // as threads make it: three pieces, the same floats
     for (int part = 0; part < 3; ++part) winograd->prepare(kernel.data(), u_in_parts.data(), part, 3);
-    REQUIRE(u_in_parts == u);
-    winograd->forward(x.data(), kernel.data(), u.data(), y1.data(), n);
-    im2col->forward(x.data(), kernel.data(), nullptr, y2.data(), n);
-    auto dy1 = dy, dy2 = dy;
-    for (auto* v : {&dk1, &dk2, &dx1, &dx2}) std::fill(v->begin(), v->end(), std::nanf(""));  // overwritten, not added to
-    winograd->backward(dy1.data(), kernel.data(), u.data(), dk1.data(), dx1.data(), n);
-    im2col->backward(dy2.data(), kernel.data(), nullptr, dk2.data(), dx2.data(), n);
-    for (auto [a, b] : {std::pair{&y1, &y2}, std::pair{&dk1, &dk2}, std::pair{&dx1, &dx2}})
-      for (size_t i = 0; i < a->size(); ++i) REQUIRE((*a)[i] == Approx((*b)[i]).margin(tile == 2 ? 2e-5 : 1e-4));
+    REQUIRE(u_in_parts == u);  // as threads make it: three pieces, the same floats
+    require_same(run_conv(*winograd, in, out, 3, n), run_conv(*im2col, in, out, 3, n), tile == 2 ? 2e-5 : 1e-4);
   }
+}
+
+TEST_CASE("direct and im2col compute the same convolution and gradients") {
+  // 1 to 3 channels, as the direct one runs; 41 filters take a block of 32, one of 8 and one
+  // alone; 'same' padding puts pixels on every edge; kernels of 3, 5 and 2 (asymmetric padding).
+  for (auto [k, same, cin, filters, act] :
+       {std::tuple{3, false, 1, 32, Activation::relu}, std::tuple{3, true, 1, 41, Activation::relu},
+        std::tuple{3, true, 3, 5, Activation::none}, std::tuple{5, true, 1, 8, Activation::relu},
+        std::tuple{2, true, 2, 41, Activation::none}, std::tuple{3, false, 2, 9, Activation::relu}}) {
+    const Shape in{9, 8, cin};
+    const int top = same ? (k - 1) / 2 : 0, n = 3;
+    const Shape out = same ? Shape{9, 8, filters} : Shape{9 - k + 1, 8 - k + 1, filters};
+    INFO("k " << k << " same " << same << " cin " << cin << " filters " << filters);
+    auto direct = make_direct_conv(in, out, k, top, top, act);
+    auto im2col = make_im2col_conv(in, out, k, top, top, act);
+    for (bool with_dx : {true, false})
+      require_same(run_conv(*direct, in, out, k, n, with_dx), run_conv(*im2col, in, out, k, n, with_dx), 2e-5);
+  }
+}
+
+TEST_CASE("conv2d gradients through the direct convolution: shallow inputs, valid and same padding") {
+  REQUIRE(kDirectMaxDepth >= 9 * 3);
+  check_gradients(*from_spec("conv2d(2,3,relu)", {5, 6, 1}), 2);
+  check_gradients(*from_spec("conv2d(3,5,same,relu)", {6, 5, 1}), 1);
+  // Every kind of filter block (41: one of 32, one of 8, one alone). Without an activation the
+  // layer is linear, so a large h lifts the differences above the rounding of 41 filters' sums.
+  check_gradients(*from_spec("conv2d(41,3,same)", {5, 6, 3}), 2, {}, 0.5f);
 }
 
 TEST_CASE("conv2d forward against a hand-computed case") {

@@ -1,5 +1,5 @@
-// Conv2D: the convolution (conv.h: im2col or Winograd, by shape), then bias and activation in
-// one pass. The kernel's (kh, kw, Cin, F) layout is Keras'.
+// Conv2D: the convolution with its bias and activation (conv.h: direct, im2col or Winograd, by
+// shape). The kernel's (kh, kw, Cin, F) layout is Keras'.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -19,7 +19,7 @@ class Conv2D : public Layer {
   // k x k kernel, stride 1; same = true pads as Keras 'same', else 'valid'.
   Conv2D(const LayerCall& call, int filters, int k, bool same, Activation act)
       : Layer(call), filters_(filters), k_(k), same_(same), act_(act),
-        conv_(make_conv_algorithm(in_, output_shape(), k, padding(k, same), padding(k, same))) {}
+        conv_(make_conv_algorithm(in_, output_shape(), k, padding(k, same), padding(k, same), act)) {}
   Shape output_shape() const override;
   std::vector<ParamView> params() const override;
   void init_params(uint64_t key) override;
@@ -78,15 +78,11 @@ int64_t Conv2D::forward_flops() const {
 
 void Conv2D::forward(const float* x, float* y, int n, const Context& ctx) {
   if (!ctx.prepared) prepare(0, 1);
-  conv_->forward(x, w_, prepared_, y, n);
-  const Shape o = output_shape();
-  add_bias(y, n * o.h * o.w, filters_, w_ + kernel_floats(), act_);
+  conv_->forward(x, w_, w_ + kernel_floats(), prepared_, y, n);
 }
 
-void Conv2D::backward(const float*, const float* y, float* dy, float* dx, int n) {
-  const Shape o = output_shape();
-  bias_backward(y, dy, n * o.h * o.w, filters_, dw_ + kernel_floats(), act_);
-  conv_->backward(dy, w_, prepared_, dw_, dx, n);
+void Conv2D::backward(const float* x, const float* y, float* dy, float* dx, int n) {
+  conv_->backward(x, y, dy, w_, prepared_, dw_, dw_ + kernel_floats(), dx, n);
 }
 
 }  // namespace

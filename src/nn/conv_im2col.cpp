@@ -1,5 +1,5 @@
-// Convolution as im2col + one GEMM a pass: (n*Ho*Wo, k*k*Cin) x (k*k*Cin, F). The kernel
-// flattened row-major is exactly the GEMM's right side.
+// Convolution as im2col + one GEMM a pass: (n*Ho*Wo, k*k*Cin) x (k*k*Cin, F), the bias and
+// activation in a pass of their own. The kernel flattened row-major is exactly the GEMM's right side.
 #include <algorithm>
 
 #include "pitrain/conv.h"
@@ -34,12 +34,12 @@ void for_each_patch_row(Shape in, Shape out, int k, int pad_top, int pad_left, i
 
 class Im2colConv : public ConvAlgorithm {
  public:
-  Im2colConv(Shape in, Shape out, int k, int pad_top, int pad_left)
-      : in_(in), out_(out), k_(k), pad_top_(pad_top), pad_left_(pad_left) {}
+  Im2colConv(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act)
+      : in_(in), out_(out), k_(k), pad_top_(pad_top), pad_left_(pad_left), act_(act) {}
 
   void reserve(int batch) override { col_.resize(size_t(batch) * out_.h * out_.w * k_ * k_ * in_.c); }
 
-  void forward(const float* x, const float* kernel, const float*, float* y, int n) override {
+  void forward(const float* x, const float* kernel, const float* bias, const float*, float* y, int n) override {
     for_each_patch_row(in_, out_, k_, pad_top_, pad_left_, n, col_.data(), x,
                        [](float* __restrict patch, const float* __restrict img, int count) {
                          // A run is k * Cin floats, 3 for a first layer: a plain loop, not a memmove call.
@@ -47,10 +47,13 @@ class Im2colConv : public ConvAlgorithm {
                        },
                        [](float* patch, int count) { std::fill_n(patch, count, 0.0f); });
     gemm(false, false, n * out_.h * out_.w, out_.c, k_ * k_ * in_.c, col_.data(), kernel, y);
+    add_bias(y, n * out_.h * out_.w, out_.c, bias, act_);
   }
 
-  void backward(const float* dy, const float* kernel, const float*, float* dkernel, float* dx, int n) override {
+  void backward(const float*, const float* y, float* dy, const float* kernel, const float*, float* dkernel,
+                float* dbias, float* dx, int n) override {
     const int rows = n * out_.h * out_.w, depth = k_ * k_ * in_.c;
+    bias_backward(y, dy, rows, out_.c, dbias, act_);
     gemm(true, false, depth, out_.c, rows, col_.data(), dy, dkernel);  // dW = col^T dY
     if (!dx) return;
     gemm(false, true, rows, depth, out_.c, dy, kernel, col_.data());  // the patches are spent: d(col) = dY W^T
@@ -65,18 +68,20 @@ class Im2colConv : public ConvAlgorithm {
  private:
   Shape in_, out_;
   int k_, pad_top_, pad_left_;
+  Activation act_;
   std::vector<float> col_;  // (n*Ho*Wo, k*k*Cin): the patches of the last forward
 };
 
 }  // namespace
 
-std::unique_ptr<ConvAlgorithm> make_im2col_conv(Shape in, Shape out, int k, int pad_top, int pad_left) {
-  return std::make_unique<Im2colConv>(in, out, k, pad_top, pad_left);
+std::unique_ptr<ConvAlgorithm> make_im2col_conv(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act) {
+  return std::make_unique<Im2colConv>(in, out, k, pad_top, pad_left, act);
 }
 
-std::unique_ptr<ConvAlgorithm> make_conv_algorithm(Shape in, Shape out, int k, int pad_top, int pad_left) {
-  if (k == 3 && in.c >= kWinogradMinChannels) return make_winograd_conv(in, out, pad_top, pad_left, winograd_tile(out));
-  return make_im2col_conv(in, out, k, pad_top, pad_left);
+std::unique_ptr<ConvAlgorithm> make_conv_algorithm(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act) {
+  if (k * k * in.c <= kDirectMaxDepth) return make_direct_conv(in, out, k, pad_top, pad_left, act);
+  if (k == 3 && in.c >= kWinogradMinChannels) return make_winograd_conv(in, out, pad_top, pad_left, winograd_tile(out), act);
+  return make_im2col_conv(in, out, k, pad_top, pad_left, act);
 }
 
 }  // namespace pitrain

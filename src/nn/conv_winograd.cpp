@@ -96,8 +96,8 @@ class WinogradConv : public ConvAlgorithm {
   static constexpr int m = T::m, a = T::a, positions = a * a;
 
  public:
-  WinogradConv(Shape in, Shape out, int pad_top, int pad_left)
-      : in_(in), out_(out), pad_top_(pad_top), pad_left_(pad_left), tiles_h_((out.h + m - 1) / m),
+  WinogradConv(Shape in, Shape out, int pad_top, int pad_left, Activation act)
+      : in_(in), out_(out), pad_top_(pad_top), pad_left_(pad_left), act_(act), tiles_h_((out.h + m - 1) / m),
         tiles_w_((out.w + m - 1) / m), du_(positions * size_t(in.c) * out.c),
         zeros_(size_t(std::max(in.c, out.c)), 0.0f), discard_(zeros_.size()) {}
 
@@ -119,17 +119,20 @@ class WinogradConv : public ConvAlgorithm {
           [&](int xa, int b, int f) { return u + ((xa * a + b) * C + c) * F + f; });
   }
 
-  void forward(const float* x, const float*, const float* u, float* y, int n) override {
+  void forward(const float* x, const float*, const float* bias, const float* u, float* y, int n) override {
     const int64_t tiles = int64_t(n) * tiles_h_ * tiles_w_, C = in_.c, F = out_.c;
     for (int64_t t = 0; t < tiles; ++t) transform_input_tile(x, t, tiles);
     for (int xi = 0; xi < positions; ++xi)
       gemm(false, false, int(tiles), int(F), int(C), &v_[size_t(xi * tiles * C)], u + xi * C * F,
            &m_[size_t(xi * tiles * F)]);
     for (int64_t t = 0; t < tiles; ++t) transform_output_tile(y, t, tiles);
+    add_bias(y, n * out_.h * out_.w, out_.c, bias, act_);
   }
 
-  void backward(const float* dy, const float*, const float* u, float* dkernel, float* dx, int n) override {
+  void backward(const float*, const float* y, float* dy, const float*, const float* u, float* dkernel, float* dbias,
+                float* dx, int n) override {
     const int64_t tiles = int64_t(n) * tiles_h_ * tiles_w_, C = in_.c, F = out_.c;
+    bias_backward(y, dy, n * out_.h * out_.w, out_.c, dbias, act_);
     for (int64_t t = 0; t < tiles; ++t) output_tile_adjoint(dy, t, tiles);  // dM into m_
     for (int xi = 0; xi < positions; ++xi)
       gemm(true, false, int(C), int(F), int(tiles), &v_[size_t(xi * tiles * C)], &m_[size_t(xi * tiles * F)],
@@ -222,6 +225,7 @@ class WinogradConv : public ConvAlgorithm {
 
   Shape in_, out_;
   int pad_top_, pad_left_;
+  Activation act_;
   int64_t tiles_h_, tiles_w_;  // output tiles an image
   std::vector<float> du_;      // (a^2, Cin, F): the transformed kernel's gradient
   std::vector<float> v_;       // (a^2, tiles, Cin): transformed input tiles, kept for backward; then dV
@@ -238,9 +242,10 @@ int winograd_tile(Shape out) {
   return work(4) < work(2) ? 4 : 2;
 }
 
-std::unique_ptr<ConvAlgorithm> make_winograd_conv(Shape in, Shape out, int pad_top, int pad_left, int tile) {
-  if (tile == 4) return std::make_unique<WinogradConv<F4x4>>(in, out, pad_top, pad_left);
-  return std::make_unique<WinogradConv<F2x2>>(in, out, pad_top, pad_left);
+std::unique_ptr<ConvAlgorithm> make_winograd_conv(Shape in, Shape out, int pad_top, int pad_left, int tile,
+                                                  Activation act) {
+  if (tile == 4) return std::make_unique<WinogradConv<F4x4>>(in, out, pad_top, pad_left, act);
+  return std::make_unique<WinogradConv<F2x2>>(in, out, pad_top, pad_left, act);
 }
 
 }  // namespace pitrain

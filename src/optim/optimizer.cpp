@@ -7,6 +7,7 @@
 #include "pitrain/error.h"
 #include "pitrain/finite.h"
 #include "pitrain/threads.h"
+#include "pitrain/vector_copies.h"
 
 namespace pitrain {
 
@@ -15,20 +16,12 @@ Adam::Adam(int64_t n, float beta1, float beta2, float epsilon)
 
 namespace {
 
-// Adam's update is most of a small model's step (mlp at batch 8: half of it, in sqrt and
-// division): on x86-64 it is also compiled for AVX2 and AVX-512, the copy that the CPU runs
-// being picked when the program loads (GCC's target_clones), since the portable build runs
-// SSE2 only. Without contraction into FMA every copy gives the same bits: the ranks of a
-// cluster of different x86 CPUs keep equal weights.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PITRAIN_VECTOR_COPIES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
-#else
-#define PITRAIN_VECTOR_COPIES
-#endif
-
 // One Adam update; Noisy: v is fed the second moment of the mean the gradients sample (see Adam).
+// It is most of a small model's step (mlp at batch 8: half of it, in sqrt and division), so it
+// runs in the CPU's vector width (vector_copies.h); every copy gives the same bits, so that the
+// ranks of a cluster of different x86 CPUs keep equal weights.
 template <bool Noisy>
-PITRAIN_VECTOR_COPIES
+PITRAIN_VECTOR_COPIES_SAME_BITS
 bool adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
                  float lr_t, float b1, float b2, float eps, float share, float m_correction) {
   uint32_t bad = 0;

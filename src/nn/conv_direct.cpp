@@ -1,0 +1,259 @@
+// Direct convolution: each output pixel's F sums over its k*k*Cin taps, held in registers from
+// the bias on, through the activation, and written once. Backward takes dy through the
+// activation and sums dbias in one pass over an output row, then each tap's kernel gradient over
+// the row in registers. For shallow inputs: a first layer's 3x3 taps of one channel are patches
+// too short for a GEMM to pay, and im2col spent more there on its patch matrix, on packing it,
+// on clearing its output and on a pass of its own for the bias and ReLU than on the
+// multiplications (bench/RESULTS.md, thirty-fifth pass).
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "pitrain/conv.h"
+#include "pitrain/vector_copies.h"
+
+namespace pitrain {
+namespace {
+
+// Eight floats: one AVX2 register, two SSE2 or NEON ones. GCC's and Clang's vector extension,
+// as the compiler's own vectoriser left these loops scalar.
+using Lanes = float __attribute__((vector_size(32)));
+
+// A block of filters is V values of L: Lanes, or float for the filters past the last eight.
+// They are read and written in place, unaligned: copied through memcpy, GCC moved them in halves
+// through the stack.
+template <class L>
+constexpr int kWidth = int(sizeof(L) / sizeof(float));
+template <class L>
+struct Unaligned {
+  using type = float;
+};
+template <>
+struct Unaligned<Lanes> {
+  using type = float __attribute__((vector_size(32), aligned(4), may_alias));
+};
+template <class L>
+inline const typename Unaligned<L>::type& at(const float* p) {
+  return *reinterpret_cast<const typename Unaligned<L>::type*>(p);
+}
+template <class L>
+inline typename Unaligned<L>::type& at(float* p) {
+  return *reinterpret_cast<typename Unaligned<L>::type*>(p);
+}
+template <class L, int V>
+inline void load(L (&v)[V], const float* p) {
+  for (int l = 0; l < V; ++l) v[l] = at<L>(p + l * kWidth<L>);
+}
+template <class L, int V>
+inline void store(float* p, const L (&v)[V]) {
+  for (int l = 0; l < V; ++l) at<L>(p + l * kWidth<L>) = v[l];
+}
+template <class L, int V>
+inline void add_to(float* p, const L (&v)[V]) {
+  for (int l = 0; l < V; ++l) at<L>(p + l * kWidth<L>) += v[l];
+}
+// ReLU as add_bias has it: a NaN stays a NaN.
+inline void relu_of(float& a) { a = a < 0 ? 0.0f : a; }
+inline void relu_of(Lanes& a) { a = a < 0 ? Lanes{} : a; }
+
+// Where an output pixel's taps are. Tap t = (i * k + j) * Cin + c is row t of the kernel as a
+// (k*k*Cin, F) matrix. When all of a pixel's taps fall inside the image, tap t reads the input
+// at offset[t] from its first tap (i = j = c = 0); a pixel on the padding reads, kernel row by
+// kernel row, the run of taps inside, whose inputs are contiguous (run[t] = t).
+struct Geometry {
+  Shape in, out;
+  int k, pad_top, pad_left;
+  std::vector<int64_t> offset, run;  // (k*k*Cin), (k*Cin)
+
+  Geometry(Shape in_, Shape out_, int k_, int pad_top_, int pad_left_)
+      : in(in_), out(out_), k(k_), pad_top(pad_top_), pad_left(pad_left_) {
+    for (int i = 0; i < k; ++i)
+      for (int j = 0; j < k; ++j)
+        for (int c = 0; c < in.c; ++c) offset.push_back((int64_t(i) * in.w + j) * in.c + c);
+    for (int t = 0; t < k * in.c; ++t) run.push_back(t);
+  }
+  int depth() const { return int(offset.size()); }
+  // Kernel rows [row_begin, row_end) and columns [col_begin, col_end) of output pixel (oh, ow)
+  // that fall inside the image.
+  int row_begin(int oh) const { return std::max(0, pad_top - oh); }
+  int row_end(int oh) const { return std::min(k, in.h + pad_top - oh); }
+  int col_begin(int ow) const { return std::max(0, pad_left - ow); }
+  int col_end(int ow) const { return std::min(k, in.w + pad_left - ow); }
+  bool inside(int oh, int ow) const {
+    return row_begin(oh) == 0 && row_end(oh) == k && col_begin(ow) == 0 && col_end(ow) == k;
+  }
+  // The input under tap (i, j, 0) of output pixel (s, oh, ow).
+  int64_t input_at(int s, int oh, int ow, int i, int j) const {
+    return ((int64_t(s) * in.h + oh + i - pad_top) * in.w + ow + j - pad_left) * in.c;
+  }
+  int64_t output_at(int s, int oh, int ow) const { return ((int64_t(s) * out.h + oh) * out.w + ow) * out.c; }
+  // Calls taps(at, offsets, count, t) for the taps of output pixel (s, oh, ow) inside the image:
+  // count of them from kernel row t on, tap t + u reading the input at at + offsets[u].
+  template <class Taps>
+  __attribute__((always_inline)) void for_each_run(int s, int oh, int ow, Taps taps) const {
+    if (inside(oh, ow)) return taps(input_at(s, oh, ow, 0, 0), offset.data(), depth(), 0);
+    const int j0 = col_begin(ow), count = (col_end(ow) - j0) * in.c;
+    for (int i = row_begin(oh); i < row_end(oh); ++i)
+      if (count > 0) taps(input_at(s, oh, ow, i, j0), run.data(), count, (i * k + j0) * in.c);
+  }
+};
+
+// acc += x[offsets[u]] w_u for `count` taps, w_u the kernel rows from w on, F apart.
+template <class L, int V>
+inline __attribute__((always_inline)) void add_taps(L (&acc)[V], const float* x, const int64_t* offsets, int count,
+                                                    const float* w, int F) {
+  for (int u = 0; u < count; ++u, w += F) {
+    const float v = x[offsets[u]];
+    for (int l = 0; l < V; ++l) acc[l] += v * at<L>(w + l * kWidth<L>);
+  }
+}
+
+// Filters [f0, f0 + V L) of y = act(conv(x) + bias). A pixel whose taps all fall inside the
+// image keeps its sums in registers; one on the padding (its sums in a lambda's reach) goes
+// kernel row by kernel row.
+template <class L, int V>
+inline __attribute__((always_inline)) void forward_block(const Geometry& g, const float* x, const float* kernel,
+                                                         const float* bias, bool relu, float* y, int n, int f0) {
+  const int F = g.out.c;
+  auto finish = [&](L(&acc)[V], float* out) PITRAIN_INLINE_LAMBDA {
+    if (relu)
+      for (auto& a : acc) relu_of(a);
+    store(out, acc);
+  };
+  for (int s = 0; s < n; ++s)
+    for (int oh = 0; oh < g.out.h; ++oh)
+      for (int ow = 0; ow < g.out.w; ++ow) {
+        float* out = y + g.output_at(s, oh, ow) + f0;
+        if (g.inside(oh, ow)) {
+          L acc[V];
+          load(acc, bias + f0);
+          add_taps(acc, x + g.input_at(s, oh, ow, 0, 0), g.offset.data(), g.depth(), kernel + f0, F);
+          finish(acc, out);
+          continue;
+        }
+        L border[V];
+        load(border, bias + f0);
+        g.for_each_run(s, oh, ow, [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
+          add_taps(border, x + at, offsets, count, kernel + int64_t(t) * F + f0, F);
+        });
+        finish(border, out);
+      }
+}
+
+// Filters [f0, f0 + V L): dy through the activation, in place, and dbias; dkernel (zeroed
+// before) and, unless null, dx (likewise) added to. Each output row's pixels whose taps all fall
+// inside the image add to a tap's kernel gradient in registers, the row's dy staying in cache.
+template <class L, int V>
+inline __attribute__((always_inline)) void backward_block(const Geometry& g, const float* x, const float* y, float* dy,
+                                                          const float* kernel, bool relu, float* dkernel, float* dbias,
+                                                          float* dx, int n, int f0) {
+  const int F = g.out.c, C = g.in.c;
+  // Output columns whose taps all fall inside the image, on rows that do.
+  const int first = std::min(g.pad_left, g.out.w), last = std::max(first, std::min(g.out.w, g.in.w + g.pad_left - g.k + 1));
+  L db[V] = {};
+  for (int s = 0; s < n; ++s)
+    for (int oh = 0; oh < g.out.h; ++oh) {
+      const int64_t row = g.output_at(s, oh, 0) + f0;
+      for (int ow = 0; ow < g.out.w; ++ow) {
+        L d[V], out[V];
+        load(d, dy + row + int64_t(ow) * F);
+        if (relu) {
+          load(out, y + row + int64_t(ow) * F);
+          for (int l = 0; l < V; ++l) d[l] = out[l] > 0 ? d[l] : L{};
+          store(dy + row + int64_t(ow) * F, d);
+        }
+        for (int l = 0; l < V; ++l) db[l] += d[l];
+      }
+      const bool inner_row = g.row_begin(oh) == 0 && g.row_end(oh) == g.k;
+      for (int t = 0; inner_row && t < g.depth() && first < last; ++t) {
+        L acc[V] = {};
+        const float* in = x + g.input_at(s, oh, first, 0, 0) + g.offset[size_t(t)];
+        for (int ow = first; ow < last; ++ow, in += C) {
+          L d[V];
+          load(d, dy + row + int64_t(ow) * F);
+          for (int l = 0; l < V; ++l) acc[l] += *in * d[l];
+        }
+        add_to(dkernel + int64_t(t) * F + f0, acc);
+      }
+      for (int ow = 0; ow < g.out.w; ++ow) {
+        const bool inner = inner_row && ow >= first && ow < last;
+        if (inner && !dx) continue;
+        L d[V];
+        load(d, dy + row + int64_t(ow) * F);
+        g.for_each_run(s, oh, ow, [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
+          for (int u = 0; u < count; ++u) {
+            const int64_t tap = int64_t(t + u) * F + f0;
+            if (!inner) {
+              L dw[V];
+              for (int l = 0; l < V; ++l) dw[l] = x[at + offsets[u]] * d[l];
+              add_to(dkernel + tap, dw);
+            }
+            if (!dx) continue;
+            L w[V];
+            load(w, kernel + tap);
+            L dot = w[0] * d[0];
+            for (int l = 1; l < V; ++l) dot += w[l] * d[l];
+            for (int l = 0; l < kWidth<L>; ++l) dx[at + offsets[u]] += reinterpret_cast<const float*>(&dot)[l];
+          }
+        });
+      }
+    }
+  store(dbias + f0, db);
+}
+
+// Calls block(L(), V, f0) for the blocks of F filters: 32 at a time (four vectors), then 8,
+// then one.
+template <class Block>
+inline __attribute__((always_inline)) void for_each_block(int F, Block block) {
+  int f0 = 0;
+  for (; f0 + 32 <= F; f0 += 32) block(Lanes{}, std::integral_constant<int, 4>(), f0);
+  for (; f0 + 8 <= F; f0 += 8) block(Lanes{}, std::integral_constant<int, 1>(), f0);
+  for (; f0 < F; ++f0) block(0.0f, std::integral_constant<int, 1>(), f0);
+}
+
+PITRAIN_VECTOR_COPIES
+void direct_forward(const Geometry& g, const float* x, const float* kernel, const float* bias, bool relu, float* y,
+                    int n) {
+  for_each_block(g.out.c, [&](auto lane, auto vectors, int f0) PITRAIN_INLINE_LAMBDA {
+    forward_block<decltype(lane), vectors()>(g, x, kernel, bias, relu, y, n, f0);
+  });
+}
+
+PITRAIN_VECTOR_COPIES
+void direct_backward(const Geometry& g, const float* x, const float* y, float* dy, const float* kernel, bool relu,
+                     float* dkernel, float* dbias, float* dx, int n) {
+  std::fill_n(dkernel, int64_t(g.depth()) * g.out.c, 0.0f);
+  if (dx) std::fill_n(dx, int64_t(n) * g.in.size(), 0.0f);
+  for_each_block(g.out.c, [&](auto lane, auto vectors, int f0) PITRAIN_INLINE_LAMBDA {
+    backward_block<decltype(lane), vectors()>(g, x, y, dy, kernel, relu, dkernel, dbias, dx, n, f0);
+  });
+}
+
+class DirectConv : public ConvAlgorithm {
+ public:
+  DirectConv(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act)
+      : g_(in, out, k, pad_top, pad_left), relu_(act == Activation::relu) {}
+
+  void reserve(int) override {}
+
+  void forward(const float* x, const float* kernel, const float* bias, const float*, float* y, int n) override {
+    direct_forward(g_, x, kernel, bias, relu_, y, n);
+  }
+
+  void backward(const float* x, const float* y, float* dy, const float* kernel, const float*, float* dkernel,
+                float* dbias, float* dx, int n) override {
+    direct_backward(g_, x, y, dy, kernel, relu_, dkernel, dbias, dx, n);
+  }
+
+ private:
+  Geometry g_;
+  bool relu_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvAlgorithm> make_direct_conv(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act) {
+  return std::make_unique<DirectConv>(in, out, k, pad_top, pad_left, act);
+}
+
+}  // namespace pitrain
