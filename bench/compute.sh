@@ -3,9 +3,10 @@
 # batching) of `pitrain train` against the PyTorch peer (../shared/peers/torch_ddp.py) on the
 # same data, model, batch and threads, in the same run, alternating; medians of REPEATS runs
 # each. Thread scaling: 1, 2 and, on machines that have them, 4 threads, each against our own
-# 1 thread and the peer at the same count; then cnn at batch 32 with a busy neighbour (one
-# process spinning on a core), 1 and 2 threads; and two 1-thread processes at once, the most 2
-# threads could reach on this machine. Also our GFLOP/s (forward x 3, counted as a
+# 1 thread and the peer at the same count; then, for cnn at batch 32, 1 and 2 threads alternating
+# with two 1-thread processes at once (the most 2 threads could reach on this machine) and two
+# 1-thread ranks that split each batch as 2 threads do; and 1 and 2 threads with a busy
+# neighbour (one process spinning on a core). Also our GFLOP/s (forward x 3, counted as a
 # direct convolution) next to one plain SGEMM on conv2's im2col shape (3872x288x64) by each GEMM
 # the build has for this CPU.
 # usage: bench/compute.sh [REPEATS]   (default 5; needs python3-torch python3-h5py for the peer)
@@ -15,6 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
 work=$(mktemp -d /tmp/pitrain-bench-XXXXXX)
+[ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 burner=""
 trap '[ -n "$burner" ] && kill $burner 2>/dev/null; rm -rf "$work"' EXIT
 # shellcheck source=bench/bench_data.sh
@@ -47,13 +49,16 @@ for model in cnn mlp; do
 done
 sgemm=$("$build/bench/compute_bench" --sgemm 3872,288,64)
 
-# What two threads could reach on this machine at most: two 1-thread processes at once (cnn,
-# batch 32), their images/s added (two vCPUs need not be two whole cores, and they share caches).
+# Two threads against what processes reach in the same minutes (cnn, batch 32, alternating): two
+# 1-thread processes at once, their images/s added, the most 2 threads could reach here (two
+# vCPUs need not be two whole cores, and they share caches); and two 1-thread ranks that split
+# each batch as the threads do, summing their gradients every step.
+cnn32() { "$build/pitrain" train --data "$work/d.h5" --model cnn --epochs 1 --steps-per-epoch 750 --json "$@" | tail -n 1; }
 for r in $(seq "$repeats"); do
+  for threads in 1 2; do cnn32 --batch-size 32 --threads $threads --seed "$r" >>"$work/alt-$threads"; done
   pids=()
   for i in 1 2; do
-    "$build/pitrain" train --data "$work/d.h5" --model cnn --batch-size 32 --threads 1 --epochs 1 \
-      --steps-per-epoch 750 --seed "$r" --json | tail -n 1 >"$work/pair-$i" &
+    cnn32 --batch-size 32 --threads 1 --seed "$r" >"$work/pair-$i" &
     pids+=($!)
   done
   # Each process on its own: a bare `wait` returns 0 whatever they did.
@@ -64,6 +69,8 @@ for r in $(seq "$repeats"); do
     fi
   done
   cat "$work/pair-1" "$work/pair-2" | python3 -c 'import json, sys; print(json.dumps({"images_per_second": sum(json.loads(l)["images_per_second"] for l in sys.stdin)}))' >>"$work/pair-sum"
+  mpirun -q --bind-to none -np 2 "$build/pitrain" train --data "$work/d.h5" --model cnn --batch-size 16 --threads 1 \
+    --epochs 1 --steps-per-epoch 750 --seed "$r" --json </dev/null | tail -n 1 >>"$work/split"
 done
 
 python3 -c 'while True: pass' &  # the busy neighbour: one core taken
@@ -93,10 +100,17 @@ for model in ("cnn", "mlp"):
             ours, peer = med("ours-" + tag, "images_per_second"), med("peer-" + tag, "images_per_second")
             flops = json.loads(open(os.path.join(work, "flops-" + tag)).read())["gflops"]
             print(f"| {model} | {batch} | {threads} | {ours:.0f} | {ours / one:.2f}x | {peer:.0f} | {ours / peer:.2f}x | {flops:.1f} |")
-pair = med("pair-sum", "images_per_second")
 print()
-print(f"Two 1-thread processes at once (cnn, batch 32), added: {pair:.0f} images/s, "
-      f"{pair / med('ours-cnn-32-1', 'images_per_second'):.2f}x one alone: what 2 threads could reach here")
+print("Two threads against processes in the same minutes (cnn, batch 32, alternating):")
+print()
+print("| run | images/s | vs 1 thread |")
+print("|---|---|---|")
+one = med("alt-1", "images_per_second")
+for name, label in (("alt-1", "1 thread"), ("alt-2", "2 threads"),
+                    ("pair-sum", "two 1-thread processes at once, added: what 2 threads could reach here"),
+                    ("split", "two 1-thread ranks splitting each batch (16 rows each, gradients summed every step)")):
+    ips = med(name, "images_per_second")
+    print(f"| {label} | {ips:.0f} | {ips / one:.2f}x |")
 print()
 print("With a busy neighbour (one process spinning on a core), cnn, batch 32:")
 print()
