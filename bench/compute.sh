@@ -53,12 +53,19 @@ sgemm=$("$build/bench/compute_bench" --sgemm 3872,288,64)
 # 1-thread processes at once, their images/s added, the most 2 threads could reach here (two
 # vCPUs need not be two whole cores, and they share caches); and two 1-thread ranks that split
 # each batch as the threads do, summing their gradients every step.
-cnn32() { "$build/pitrain" train --data "$work/d.h5" --model cnn --epochs 1 --steps-per-epoch 750 --json "$@" | tail -n 1; }
+# cnn32 [LAUNCHER...] -- ARGS: one cnn run of 750 steps (by LAUNCHER, e.g. mpirun), its JSON line.
+cnn32() {
+  local launcher=()
+  while [ "$1" != "--" ]; do launcher+=("$1"); shift; done
+  shift
+  "${launcher[@]}" "$build/pitrain" train --data "$work/d.h5" --model cnn --epochs 1 --steps-per-epoch 750 --json "$@" \
+    </dev/null | tail -n 1
+}
 for r in $(seq "$repeats"); do
-  for threads in 1 2; do cnn32 --batch-size 32 --threads $threads --seed "$r" >>"$work/alt-$threads"; done
+  for threads in 1 2; do cnn32 -- --batch-size 32 --threads $threads --seed "$r" >>"$work/alt-$threads"; done
   pids=()
   for i in 1 2; do
-    cnn32 --batch-size 32 --threads 1 --seed "$r" >"$work/pair-$i" &
+    cnn32 -- --batch-size 32 --threads 1 --seed "$r" >"$work/pair-$i" &
     pids+=($!)
   done
   # Each process on its own: a bare `wait` returns 0 whatever they did.
@@ -69,8 +76,7 @@ for r in $(seq "$repeats"); do
     fi
   done
   cat "$work/pair-1" "$work/pair-2" | python3 -c 'import json, sys; print(json.dumps({"images_per_second": sum(json.loads(l)["images_per_second"] for l in sys.stdin)}))' >>"$work/pair-sum"
-  mpirun -q --bind-to none -np 2 "$build/pitrain" train --data "$work/d.h5" --model cnn --batch-size 16 --threads 1 \
-    --epochs 1 --steps-per-epoch 750 --seed "$r" --json </dev/null | tail -n 1 >>"$work/split"
+  cnn32 mpirun -q --bind-to none -np 2 -- --batch-size 16 --threads 1 --seed "$r" >>"$work/split"
 done
 
 python3 -c 'while True: pass' &  # the busy neighbour: one core taken
