@@ -91,7 +91,7 @@ void check_gradients(Layer& layer, int n, const Context& ctx = {}, float h = 1e-
 // Each GEMM of the build that this CPU runs (gemm_backends(): eigen-avx512, eigen-avx2 and
 // openblas on x86-64 CPUs with AVX-512): every transpose, and sizes off the kernels' register
 // blocks; with pad > 0, on blocks of wider matrices (row strides pad larger), whose columns
-// beyond must stay as they were.
+// beyond must stay as they were; without, gemm_add too, onto C as it was.
 TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU runs, whole and on blocks") {
   const std::string fastest = gemm_backend();
   REQUIRE(gemm_backends().front() == fastest);
@@ -120,8 +120,14 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
           const std::vector<float> a = random_values(size_t(ta ? k : m) * lda, 1), b = random_values(size_t(tb ? n : k) * ldb, 2);
           std::vector<float> c(size_t(m) * ldc, std::nanf(""));  // gemm overwrites C: no NaN may stay
           for (int i = 0; i < m; ++i) std::fill_n(&c[size_t(i) * ldc + n], pad, 7.0f);
-          if (pad) gemm(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
-          else gemm(ta, tb, m, n, k, a.data(), b.data(), c.data());
+          std::vector<float> added(size_t(m) * n);  // C0 - 0.5 op(A) op(B)
+          for (size_t i = 0; i < added.size(); ++i) added[i] = float(i % 7);
+          if (pad) {
+            gemm(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
+          } else {
+            gemm(ta, tb, m, n, k, a.data(), b.data(), c.data());
+            gemm_add(ta, tb, m, n, k, -0.5f, a.data(), b.data(), added.data());
+          }
           INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " pad " << pad);
           for (int i = 0; i < m; ++i) {
             for (int j = 0; j < n; ++j) {
@@ -131,6 +137,7 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
                         (tb ? b[size_t(j) * ldb + p] : b[size_t(p) * ldb + j]);
               INFO("at " << i << "," << j);
               REQUIRE(c[size_t(i) * ldc + j] == Approx(want).margin(1e-4 * k));
+              if (!pad) REQUIRE(added[size_t(i) * n + j] == Approx(float((i * n + j) % 7) - 0.5 * want).margin(1e-4 * k));
             }
             for (int j = n; j < n + pad; ++j) REQUIRE(c[size_t(i) * ldc + j] == 7.0f);
           }

@@ -16,7 +16,9 @@ using ConstMatrixView = Eigen::Map<const RowMatrix>;
 // Row-major C (m, n) = op(A) op(B), op(A) (m, k), op(B) (k, n); op transposes when its flag is
 // set. C is overwritten, so it needs no zeroing pass.
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c);
-// The same on blocks of larger row-major matrices: lda, ldb and ldc are the row strides of A, B
+// C += alpha op(A) op(B), C as it is (a residual less a projection, without a pass of its own).
+void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b, float* c);
+// gemm() on blocks of larger row-major matrices: lda, ldb and ldc are the row strides of A, B
 // and C as stored (A is stored (k, m) when transposed).
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc);

@@ -58,7 +58,8 @@ class WireAverage {
   void progress();  // MPI moves collectives only inside MPI calls
   virtual bool whole_vector() const { return false; }
   // Error feedback: what rounding dropped from the last values sent, added to the next, in the
-  // values' units (before the division by P; empty when off, or for a lossless format).
+  // values' units (before the division by P; empty when off, or for a lossless format). Read
+  // it between averages: during one, PowerSGD keeps there the values it sends.
   const std::vector<float>& residual() const { return residual_; }
   // Once the residual's values have reached the other ranks another way (local SGD's last
   // agreement sends them whole), or are kept elsewhere (local SGD's rounds: in the rank's model).

@@ -19,25 +19,26 @@ namespace pitrain {
 // step contend for, and clears or scales C in a pass of its own (bench/RESULTS.md, fifteenth and
 // thirty-second passes).
 void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-                 int ldc);
+                 int ldc, const float* add_alpha);
 void gemm_avx2(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-               int ldc);
+               int ldc, const float* add_alpha);
 #endif
 
 namespace {
 
 #ifdef PITRAIN_OPENBLAS
 void openblas_gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                   float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
-              a, lda, b, ldb, 0.0f, c, ldc);
+                   float* c, int ldc, const float* add_alpha) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
+              add_alpha ? *add_alpha : 1.0f, a, lda, b, ldb, add_alpha ? 1.0f : 0.0f, c, ldc);
 }
 #endif
 
 struct GemmKernel {
   const char* name;
   bool (*supported)();
-  void (*run)(bool, bool, int, int, int, const float*, int, const float*, int, float*, int);
+  // C = op(A) op(B), or with add_alpha C += *add_alpha op(A) op(B)
+  void (*run)(bool, bool, int, int, int, const float*, int, const float*, int, float*, int, const float* add_alpha);
 };
 
 // The build's kernels, fastest first: gemm() takes the first this CPU runs. The last runs on
@@ -80,7 +81,11 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc) {
-  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, nullptr);
+}
+
+void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b, float* c) {
+  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, trans_a ? m : k, b, trans_b ? k : n, c, n, &alpha);
 }
 
 std::string gemm_backend() { return current_kernel().load()->name; }

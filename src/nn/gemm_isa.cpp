@@ -11,8 +11,8 @@
 namespace pitrain {
 
 void PITRAIN_JOIN(gemm_, PITRAIN_GEMM_ISA)(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
-                                           const float* b, int ldb, float* c, int ldc) {
-  eigen_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
+                                           const float* b, int ldb, float* c, int ldc, const float* add_alpha) {
+  eigen_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, add_alpha);
 }
 
 }  // namespace pitrain

@@ -96,7 +96,7 @@ void orthonormalise(float* p, int64_t rows, int r) {
 class PowerSgdAverage : public WireAverage {
  public:
   PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts)
-      : WireAverage(comm, n), layout_(layout_of(n, opts)), a_(size_t(n)), p_(size_t(layout_.p_floats)),
+      : WireAverage(comm, n), layout_(layout_of(n, opts)), p_(size_t(layout_.p_floats)),
         q_(size_t(layout_.q_floats)), first_(size_t(layout_.first)), dropped_(size_t(std::max(layout_.first, layout_.second))),
         second_(size_t(layout_.second)), own_second_(second_.size()), sum_first_(make_int4_sum(layout_.first)), sum_second_(make_int4_sum(layout_.second)) {
     residual_.assign(size_t(n), 0.0f);
@@ -107,26 +107,29 @@ class PowerSgdAverage : public WireAverage {
   bool whole_vector() const override { return true; }
 
  private:
-  // Phase 1: P = M Q for every compressed weight, and the rest as it is. The rest's rounding
-  // goes to the residual here; P's, like its low rank, through P Q^T in receive().
+  // Phase 1: P = M Q for every compressed weight, and the rest as it is. The residual takes
+  // the values sent (values + residual: the round's M) until receive() leaves in it what they
+  // had beyond P Q^T, and the rest's rounding here: one (n) buffer fewer, which four emulated
+  // hosts that share the machine's L3 felt (bench/RESULTS.md, thirty-seventh pass).
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
     if (lo != 0 || hi != n_)
       throw Error("PowerSGD averages the whole vector at once: got [" + std::to_string(lo) + ", " + std::to_string(hi) +
                   ") of " + std::to_string(n_));
-    for (int64_t i = 0; i < n_; ++i) a_[size_t(i)] = values[i] + residual_[size_t(i)];
+    float* a = residual_.data();
+    for (int64_t i = 0; i < n_; ++i) a[i] += values[i];
     scale_ = scale;
     const int r = layout_.r;
     float* wire = first_.data();
     float* p = p_.data();
     const float* q = q_.data();
     for (const WireMatrix& m : layout_.matrices) {
-      gemm(false, false, int(m.rows), r, int(m.cols), &a_[size_t(m.offset)], q, p);
+      gemm(false, false, int(m.rows), r, int(m.cols), &a[m.offset], q, p);
       for (int64_t i = 0; i < m.rows * r; ++i) p[i] *= scale;
       to_columns(p, m.rows, r, layout_.whole_blocks(m.rows), wire);
       wire += layout_.p_values(m), p += m.rows * r, q += m.cols * r;
     }
     for (const auto& [from, to] : layout_.rest) {
-      for (int64_t i = from; i < to; ++i) wire[i - from] = a_[size_t(i)] * scale;
+      for (int64_t i = from; i < to; ++i) wire[i - from] = a[i] * scale;
       wire += layout_.whole_blocks(to - from);
     }
     const MPI_Request req = sum_first_->start(comm_, first_.data(), int64_t(first_.size()), dropped_.data());
@@ -154,7 +157,7 @@ class PowerSgdAverage : public WireAverage {
     for (const WireMatrix& m : layout_.matrices) {
       from_columns(p_wire, m.rows, r, layout_.whole_blocks(m.rows), p);
       orthonormalise(p, m.rows, r);
-      gemm(true, false, int(m.cols), r, int(m.rows), &a_[size_t(m.offset)], p, q);
+      gemm(true, false, int(m.cols), r, int(m.rows), &residual_[size_t(m.offset)], p, q);
       for (int64_t i = 0; i < m.cols * r; ++i) q[i] *= scale_;
       to_columns(q, m.cols, r, layout_.whole_blocks(m.cols), q_wire);
       p_wire += layout_.p_values(m), q_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
@@ -176,12 +179,10 @@ class PowerSgdAverage : public WireAverage {
     const float* p = p_.data();
     float* q = q_.data();
     for (const WireMatrix& m : layout_.matrices) {
-      // This rank's own Q as sent: its residual is what P P^T leaves of its own values.
+      // This rank's own Q as sent: its residual is what P P^T leaves of its own values (until
+      // now the residual holds the values sent).
       from_columns(own_wire, m.cols, r, layout_.whole_blocks(m.cols), q);
-      float* residual = &residual_[size_t(m.offset)];
-      gemm(false, true, int(m.rows), int(m.cols), r, p, q, residual);
-      const float* a = &a_[size_t(m.offset)];
-      for (int64_t i = 0; i < m.rows * m.cols; ++i) residual[i] = a[i] - residual[i] / scale_;
+      gemm_add(false, true, int(m.rows), int(m.cols), r, -1.0f / scale_, p, q, &residual_[size_t(m.offset)]);
       from_columns(q_wire, m.cols, r, layout_.whole_blocks(m.cols), q);
       gemm(false, true, int(m.rows), int(m.cols), r, p, q, &averages_[size_t(m.offset)]);
       restart_zero_columns(q, m.cols, r, size_t(q - q_.data()));
@@ -210,7 +211,6 @@ class PowerSgdAverage : public WireAverage {
   }
 
   Layout layout_;
-  std::vector<float> a_;  // (n) values + residual of the round
   // The factors, (rows, r) and (cols, r) a weight: P orthonormalised; Q the last round's sum,
   // which warm-starts the next.
   std::vector<float> p_, q_;
