@@ -85,7 +85,8 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int l
 }
 
 void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b, float* c) {
-  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, trans_a ? m : k, b, trans_b ? k : n, c, n, &alpha);
+  const int lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, n, &alpha);
 }
 
 std::string gemm_backend() { return current_kernel().load()->name; }
