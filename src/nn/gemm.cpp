@@ -73,10 +73,17 @@ std::atomic<const GemmKernel*>& current_kernel() {
   return kernel;
 }
 
+// Whole row-major matrices: each stride is its matrix's width as stored.
+void gemm_whole(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c,
+                const float* add_alpha) {
+  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, trans_a ? m : k, b, trans_b ? k : n, c, n,
+                                                        add_alpha);
+}
+
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c) {
-  gemm(trans_a, trans_b, m, n, k, a, trans_a ? m : k, b, trans_b ? k : n, c, n);
+  gemm_whole(trans_a, trans_b, m, n, k, a, b, c, nullptr);
 }
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
@@ -85,8 +92,7 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int l
 }
 
 void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b, float* c) {
-  const int lda = trans_a ? m : k, ldb = trans_b ? k : n;
-  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, n, &alpha);
+  gemm_whole(trans_a, trans_b, m, n, k, a, b, c, &alpha);
 }
 
 std::string gemm_backend() { return current_kernel().load()->name; }
