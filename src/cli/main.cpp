@@ -8,6 +8,7 @@
 #include "pitrain/cli.h"
 #include "pitrain/error.h"
 #include "pitrain/guard.h"
+#include "pitrain/matrix.h"
 
 namespace {
 
@@ -64,6 +65,10 @@ int elastic_main(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "elastic")) return elastic_main(argc - 1, argv + 1);
   pitrain::prefer_rabenseifner_allreduce();
+  // Before MPI_Init: a singleton's MPI_Init forks (its orted), OpenBLAS stops its threads at a
+  // fork, and a later call to set their number would start them again, to spin 0.1 s on a core
+  // that a pool thread of ours needs.
+  pitrain::set_gemm_threads(1);
   int threads = 0;  // MULTIPLE lets the stall watchdog's thread report to rank 0
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
   pitrain::Comm comm;

@@ -116,7 +116,8 @@ void use_gemm_backend(const std::string& name) {
 void set_gemm_threads(int threads) {
   Eigen::setNbThreads(threads);
 #ifdef PITRAIN_OPENBLAS
-  openblas_set_num_threads(threads);
+  // Only on a change: the call starts OpenBLAS' threads where a fork stopped them, and they spin.
+  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
 #endif
 }
 
