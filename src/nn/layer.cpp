@@ -5,6 +5,7 @@
 
 #include "pitrain/layer_registry.h"
 #include "pitrain/rng.h"
+#include "pitrain/vector_copies.h"
 
 namespace pitrain {
 
@@ -24,6 +25,7 @@ int64_t Layer::num_params() const {
   return s;
 }
 
+PITRAIN_VECTOR_COPIES
 void add_bias(float* __restrict y, int rows, int cols, const float* __restrict bias, Activation act) {
   for (int r = 0; r < rows; ++r, y += cols)
     if (act == Activation::relu)
@@ -32,6 +34,7 @@ void add_bias(float* __restrict y, int rows, int cols, const float* __restrict b
       for (int c = 0; c < cols; ++c) y[c] += bias[c];
 }
 
+PITRAIN_VECTOR_COPIES
 void bias_backward(const float* __restrict y, float* __restrict dy, int rows, int cols, float* __restrict dbias,
                    Activation act) {
   std::fill_n(dbias, cols, 0.0f);

@@ -4,6 +4,7 @@
 
 #include "pitrain/error.h"
 #include "pitrain/layer_registry.h"
+#include "pitrain/vector_copies.h"
 
 namespace pitrain {
 namespace {
@@ -28,16 +29,16 @@ class MaxPool2D : public Layer {
 };
 
 // Each output pixel looks at the (2x2) window's four taps; channels are contiguous, so the
-// inner loops run over C floats of four input pixels at once.
-void MaxPool2D::forward(const float* x, float* y, int n, const Context&) {
-  const Shape o = output_shape();
-  const int c = in_.c;
-  const int64_t row = int64_t(in_.w) * c;
-  uint8_t* arg = argmax_.data();
+// inner loops run over C floats of four input pixels at once. x (n, H, W, C), y and arg (n, H/2, W/2, C).
+PITRAIN_VECTOR_COPIES
+void maxpool_forward(const float* x, float* y, uint8_t* arg, int n, Shape in) {
+  const Shape o{in.h / 2, in.w / 2, in.c};
+  const int c = in.c;
+  const int64_t row = int64_t(in.w) * c;
   for (int s = 0; s < n; ++s)
     for (int oh = 0; oh < o.h; ++oh)
       for (int ow = 0; ow < o.w; ++ow, y += c, arg += c) {
-        const float* __restrict t0 = x + (int64_t(s) * in_.h + 2 * oh) * row + int64_t(2 * ow) * c;
+        const float* __restrict t0 = x + (int64_t(s) * in.h + 2 * oh) * row + int64_t(2 * ow) * c;
         const float* __restrict t1 = t0 + c;
         const float* __restrict t2 = t0 + row;
         const float* __restrict t3 = t2 + c;
@@ -55,18 +56,22 @@ void MaxPool2D::forward(const float* x, float* y, int n, const Context&) {
       }
 }
 
+void MaxPool2D::forward(const float* x, float* y, int n, const Context&) {
+  maxpool_forward(x, y, argmax_.data(), n, in_);
+}
+
 // A float's bits, allowed to alias floats (GCC and Clang's may_alias).
 typedef uint32_t __attribute__((may_alias)) FloatBits;
 
 // Writes every input gradient once, in memory order: dy at each window's maximum, 0 elsewhere
 // and on an odd last row or column, which the pooling dropped.
-void MaxPool2D::backward(const float*, const float*, float* dy, float* dx, int n) {
-  if (!dx) return;
-  const Shape o = output_shape();
-  const int c = in_.c;
+PITRAIN_VECTOR_COPIES
+void maxpool_backward(const float* dy, const uint8_t* argmax, float* dx, int n, Shape in) {
+  const Shape o{in.h / 2, in.w / 2, in.c};
+  const int c = in.c;
   for (int s = 0; s < n; ++s)
-    for (int ih = 0; ih < in_.h; ++ih)
-      for (int iw = 0; iw < in_.w; ++iw, dx += c) {
+    for (int ih = 0; ih < in.h; ++ih)
+      for (int iw = 0; iw < in.w; ++iw, dx += c) {
         const int oh = ih / 2, ow = iw / 2;
         if (oh >= o.h || ow >= o.w) {
           std::fill_n(dx, c, 0.0f);
@@ -74,13 +79,17 @@ void MaxPool2D::backward(const float*, const float*, float* dy, float* dx, int n
         }
         const int64_t at = ((int64_t(s) * o.h + oh) * o.w + ow) * c;
         const FloatBits* __restrict grad = reinterpret_cast<const FloatBits*>(dy + at);
-        const uint8_t* __restrict which = argmax_.data() + at;
+        const uint8_t* __restrict which = argmax + at;
         FloatBits* __restrict out = reinterpret_cast<FloatBits*>(dx);
         const uint8_t tap = uint8_t((ih % 2) * 2 + iw % 2);
         // Masks the float's bits instead of branching: which tap won is a coin toss, and the
         // mispredicted branches were a hot spot of the step (bench/RESULTS.md).
         for (int ch = 0; ch < c; ++ch) out[ch] = grad[ch] & (0u - uint32_t(which[ch] == tap));
       }
+}
+
+void MaxPool2D::backward(const float*, const float*, float* dy, float* dx, int n) {
+  if (dx) maxpool_backward(dy, argmax_.data(), dx, n, in_);
 }
 
 }  // namespace
