@@ -17,10 +17,10 @@ class ConvAlgorithm {
  public:
   virtual ~ConvAlgorithm() = default;
   virtual void reserve(int batch) = 0;
-  // What it derives from the kernel before forward and backward (Layer::prepare): floats, and
-  // how, into `prepared` (piece `part` of `parts`, as Layer::prepare).
+  // What it derives from the kernel before forward and backward (Layer::prepared_floats):
+  // floats, and how, into `prepared`.
   virtual int64_t prepared_floats() const { return 0; }
-  virtual void prepare(const float* /*kernel*/, float* /*prepared*/, int /*part*/, int /*parts*/) const {}
+  virtual void prepare(const float* /*kernel*/, float* /*prepared*/) const {}
   // y = act(conv(x) + bias): x (n, H, W, Cin) -> y (n, Ho, Wo, F). Keeps what backward needs.
   virtual void forward(const float* x, const float* kernel, const float* bias, const float* prepared, float* y,
                        int n) = 0;

@@ -29,8 +29,8 @@ struct Context {
   // The rows of this call are [first_row, first_row + n) of a batch of batch_rows (0: n), as
   // when each thread computes a share: dropout draws by row in the batch, the loss is its mean.
   int first_row = 0, batch_rows = 0;
-  // The layers' prepared weights (Layer::prepare) are already made from the current parameters:
-  // the shares of a batch read one preparation (ThreadedModel) instead of each making its own.
+  // The layers' prepared weights are already made from the current parameters: a thread's
+  // later shares of a batch read what its first share made (ThreadedModel).
   bool prepared = false;
   // The rank's threads, where they do not split the batch (ThreadedModel: too few rows): a layer
   // with many weights may split those among them instead, in forward and in the backward after it.
@@ -58,11 +58,9 @@ class Layer {
   virtual std::vector<ParamView> params() const { return {}; }  // offsets relative to the layer
   int64_t num_params() const;
   // Weights a layer derives from its parameters for forward and backward (Winograd's
-  // transformed kernel): prepared_floats() of them, made by prepare() into the `prepared` buffer
-  // of bind(), and by forward itself unless its Context says they are made already. Part `part`
-  // of `parts` makes a disjoint piece of them, so that threads can share the work.
+  // transformed kernel): prepared_floats() of them, made by forward into the `prepared` buffer
+  // of bind() unless its Context says they are made already.
   virtual int64_t prepared_floats() const { return 0; }
-  virtual void prepare(int /*part*/, int /*parts*/) {}
   void bind(float* params, float* grads, float* prepared = nullptr) { w_ = params, dw_ = grads, prepared_ = prepared; }
   void bind_grads(float* grads) { dw_ = grads; }
   virtual void init_params(uint64_t) {}

@@ -28,10 +28,9 @@ class Model {
   Model(const std::string& name_or_spec, int classes);
   Model(Model&&) = default;
   Model& operator=(Model&&) = default;
-  // A model that computes with `owner`'s parameters and prepared weights and has scratch of its
+  // A model that computes with `owner`'s parameters and has scratch and prepared weights of its
   // own, but no parameters or gradients (params() and grads() are empty): one thread's scratch,
-  // whose gradients go where bind_grads() points them (a share's buffer). Its forward must be
-  // given Context::prepared, the owner having called prepare().
+  // whose gradients go where bind_grads() points them (a share's buffer).
   static Model sharing_params(Model& owner);
 
   const std::string& spec() const { return spec_; }  // canonical layer list
@@ -55,10 +54,6 @@ class Model {
   void bind_grads(float* grads);
   void init_params(uint64_t seed);  // Keras defaults: glorot_uniform kernels, zero biases
   void reserve(int batch);          // the only place activations are allocated
-  // Piece `part` of `parts` of every layer's prepared weights, from the current parameters
-  // (Layer::prepare; ThreadedModel makes the pieces on its threads).
-  void prepare(int part, int parts);
-  int64_t prepared_floats() const { return int64_t(prepared_.size()); }
 
   // x: (n, 28, 28, 1) floats in [0, 1]; returns the logits (n, classes).
   const float* forward(const float* x, int n, const Context& ctx);

@@ -74,9 +74,11 @@ class ThreadPool {
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
 // being rows [s n / S, (s + 1) n / S), each computed into its own gradient buffer (share 0's is
 // the model's) on the scratch of the thread that takes it (thread 0's is the model itself),
-// reading the model's parameters and the prepared weights made from them once for the batch
-// (Layer::prepare); the threads take shares as they come free, and the shares' gradients are
-// summed in share order: the result depends on S, never on which thread ran what. S is twice
+// reading the model's parameters and prepared weights of its own, which the thread's first share
+// of the batch makes (made once by parts on all threads, they were a job of their own, and each
+// thread wrote lines that the other's cache held: 65 us a thread on 2 threads against 75 us on
+// one); the threads take shares as they come free, and the shares' gradients are summed in share
+// order: the result depends on S, never on which thread ran what. S is twice
 // the threads (a thread that the OS holds back leaves its second share to another), or more
 // where a share's activations would pass kShareBytes: shares that stay in cache pay even on one
 // thread, as each thread's scratch is reused share after share. A share costs work per
@@ -103,14 +105,17 @@ class ThreadedModel {
  private:
   Model& model_;
   ThreadPool& pool_;
-  void prepare();  // the model's prepared weights, made by the pool's threads
-  // Runs share(scratch, s, first, rows) for the shares of n rows on the pool's threads, each on
-  // the scratch of the thread that runs it.
-  void for_each_share(int n, const std::function<void(Model& scratch, int s, int first, int rows)>& share);
+  // Runs share(scratch, s, first, rows, prepared) for the shares of n rows on the pool's threads,
+  // each on the scratch of the thread that runs it; prepared: whether an earlier share of the
+  // batch on that thread made the scratch's prepared weights.
+  using Share = std::function<void(Model& scratch, int s, int first, int rows, bool prepared)>;
+  void for_each_share(int n, const Share& share);
   void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares
   std::vector<Model> copies_;     // threads 1..: the model's layers with their own scratch
   std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
   std::vector<LossStats> stats_;  // of each share of the last batch
+  uint64_t batches_ = 0;          // batches so far
+  std::vector<uint64_t> prepared_batch_;  // (threads) the batch each thread's prepared weights are of
   double flops_per_row_per_param_;  // training FLOPs (3x forward) of one row, per parameter
   double bytes_per_row_;            // activations of one row (Model::activation_floats)
   Model& of_thread(int t) { return t == 0 ? model_ : copies_[size_t(t - 1)]; }

@@ -25,7 +25,6 @@ class Conv2D : public Layer {
   void init_params(uint64_t key) override;
   void reserve(int batch) override;
   int64_t prepared_floats() const override { return conv_->prepared_floats(); }
-  void prepare(int part, int parts) override { conv_->prepare(w_, prepared_, part, parts); }
   void forward(const float* x, float* y, int n, const Context& ctx) override;
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
   int64_t forward_flops() const override;
@@ -77,7 +76,7 @@ int64_t Conv2D::forward_flops() const {
 }
 
 void Conv2D::forward(const float* x, float* y, int n, const Context& ctx) {
-  if (!ctx.prepared) prepare(0, 1);
+  if (!ctx.prepared) conv_->prepare(w_, prepared_);
   conv_->forward(x, w_, w_ + kernel_floats(), prepared_, y, n);
 }
 

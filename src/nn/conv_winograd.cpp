@@ -4,12 +4,14 @@
 // of 9 m^2 / a^2 times fewer multiplications than im2col's (2.25x for m = 2, 4x for m = 4). Backward is
 // the exact adjoint of that forward: dM = A dY A^T, dU_xi = V_xi^T dM_xi, dV_xi = dM_xi U_xi^T,
 // then dg = G^T dU G and dd = B dV B^T. Every transform runs along the channels, which NHWC
-// keeps contiguous, so its loops vectorise. U is the layer's prepared weights (Layer::prepare):
-// made once a batch, not once a share (about 5 % of a cnn step when every share made its own).
+// keeps contiguous, so its loops vectorise, in the CPU's vector width (vector_copies.h). U is the
+// layer's prepared weights (Layer::prepared_floats): made once a batch on each thread, not once a
+// share (about 5 % of a cnn step when every share made its own).
 #include <algorithm>
 
 #include "pitrain/conv.h"
 #include "pitrain/matrix.h"
+#include "pitrain/vector_copies.h"
 
 namespace pitrain {
 namespace {
@@ -44,7 +46,7 @@ struct F4x4 {
 constexpr int kLanes = 8;
 
 template <int I, int J, int L, bool Add = false, class Coef, class In, class Out>
-inline void sandwich(Coef p, In x, Out y) {
+inline __attribute__((always_inline)) void sandwich(Coef p, In x, Out y) {
   float rows[J][I][L];  // X P^T
 #pragma GCC unroll 8
   for (int j1 = 0; j1 < J; ++j1)
@@ -82,13 +84,22 @@ inline void sandwich(Coef p, In x, Out y) {
 // sandwich over all n channels: blocks of kLanes, then the rest one at a time. x(j1, j2, c) and
 // y(i1, i2, c) point at channel c of a pixel.
 template <int I, int J, bool Add = false, class Coef, class In, class Out>
-inline void sandwich_channels(int n, Coef p, In x, Out y) {
+inline __attribute__((always_inline)) void sandwich_channels(int n, Coef p, In x, Out y) {
   int c = 0;
   for (; c + kLanes <= n; c += kLanes)
     sandwich<I, J, kLanes, Add>(p, [&](int j1, int j2) { return x(j1, j2, c); },
                                 [&](int i1, int i2) { return y(i1, i2, c); });
   for (; c < n; ++c)
-    sandwich<I, J, 1, Add>(p, [&](int j1, int j2) { return x(j1, j2, c); }, [&](int i1, int i2) { return y(i1, i2, c); });
+    sandwich<I, J, 1, Add>(p, [&](int j1, int j2) { return x(j1, j2, c); },
+                           [&](int i1, int i2) { return y(i1, i2, c); });
+}
+
+// Floats from one position's matrix to the next for matrices of `floats`: an odd number of cache
+// lines, so that a tile's a^2 values, one in each matrix, fall in different cache sets. Packed
+// back to back, 8 rows of cnn's conv2 put the 36 of them 18 KB apart, all in two of the L1's sets.
+int64_t position_stride(int64_t floats) {
+  constexpr int64_t line = 16;
+  return ((floats + line - 1) / line | 1) * line;
 }
 
 template <class T>
@@ -98,52 +109,42 @@ class WinogradConv : public ConvAlgorithm {
  public:
   WinogradConv(Shape in, Shape out, int pad_top, int pad_left, Activation act)
       : in_(in), out_(out), pad_top_(pad_top), pad_left_(pad_left), act_(act), tiles_h_((out.h + m - 1) / m),
-        tiles_w_((out.w + m - 1) / m), du_(positions * size_t(in.c) * out.c),
+        tiles_w_((out.w + m - 1) / m), su_(position_stride(int64_t(in.c) * out.c)), du_(positions * size_t(su_)),
         zeros_(size_t(std::max(in.c, out.c)), 0.0f), discard_(zeros_.size()) {}
 
   void reserve(int batch) override {
     const size_t tiles = size_t(batch) * tiles_h_ * tiles_w_;
-    v_.resize(positions * tiles * in_.c);
-    m_.resize(positions * tiles * out_.c);
+    v_.resize(positions * size_t(position_stride(int64_t(tiles) * in_.c)));
+    m_.resize(positions * size_t(position_stride(int64_t(tiles) * out_.c)));
   }
 
-  // U = G g G^T for every (Cin, F) pair; kernel (3, 3, Cin, F), u (a^2, Cin, F). A part is a
-  // range of Cin.
   int64_t prepared_floats() const override { return int64_t(du_.size()); }
-  void prepare(const float* kernel, float* u, int part, int parts) const override {
-    const int64_t C = in_.c, F = out_.c;
-    for (int64_t c = C * part / parts; c < C * (part + 1) / parts; ++c)
-      sandwich_channels<a, 3>(
-          int(F), [](int i, int j) { return T::G[i][j]; },
-          [&](int i, int j, int f) { return kernel + ((i * 3 + j) * C + c) * F + f; },
-          [&](int xa, int b, int f) { return u + ((xa * a + b) * C + c) * F + f; });
-  }
+  void prepare(const float* kernel, float* u) const override { transform_kernel(kernel, u); }
 
   void forward(const float* x, const float*, const float* bias, const float* u, float* y, int n) override {
     const int64_t tiles = int64_t(n) * tiles_h_ * tiles_w_, C = in_.c, F = out_.c;
-    for (int64_t t = 0; t < tiles; ++t) transform_input_tile(x, t, tiles);
+    const int64_t sv = position_stride(tiles * C), sm = position_stride(tiles * F);
+    for (int64_t t = 0; t < tiles; ++t) transform_input_tile(x, t, sv);
     for (int xi = 0; xi < positions; ++xi)
-      gemm(false, false, int(tiles), int(F), int(C), &v_[size_t(xi * tiles * C)], u + xi * C * F,
-           &m_[size_t(xi * tiles * F)]);
-    for (int64_t t = 0; t < tiles; ++t) transform_output_tile(y, t, tiles);
+      gemm(false, false, int(tiles), int(F), int(C), &v_[size_t(xi * sv)], u + xi * su_, &m_[size_t(xi * sm)]);
+    for (int64_t t = 0; t < tiles; ++t) transform_output_tile(y, t, sm);
     add_bias(y, n * out_.h * out_.w, out_.c, bias, act_);
   }
 
   void backward(const float*, const float* y, float* dy, const float*, const float* u, float* dkernel, float* dbias,
                 float* dx, int n) override {
     const int64_t tiles = int64_t(n) * tiles_h_ * tiles_w_, C = in_.c, F = out_.c;
+    const int64_t sv = position_stride(tiles * C), sm = position_stride(tiles * F);
     bias_backward(y, dy, n * out_.h * out_.w, out_.c, dbias, act_);
-    for (int64_t t = 0; t < tiles; ++t) output_tile_adjoint(dy, t, tiles);  // dM into m_
+    for (int64_t t = 0; t < tiles; ++t) output_tile_adjoint(dy, t, sm);  // dM into m_
     for (int xi = 0; xi < positions; ++xi)
-      gemm(true, false, int(C), int(F), int(tiles), &v_[size_t(xi * tiles * C)], &m_[size_t(xi * tiles * F)],
-           &du_[size_t(xi * C * F)]);
+      gemm(true, false, int(C), int(F), int(tiles), &v_[size_t(xi * sv)], &m_[size_t(xi * sm)], &du_[size_t(xi * su_)]);
     kernel_adjoint(dkernel);
     if (!dx) return;
     for (int xi = 0; xi < positions; ++xi)  // V is spent: dV into v_
-      gemm(false, true, int(tiles), int(C), int(F), &m_[size_t(xi * tiles * F)], u + xi * C * F,
-           &v_[size_t(xi * tiles * C)]);
+      gemm(false, true, int(tiles), int(C), int(F), &m_[size_t(xi * sm)], u + xi * su_, &v_[size_t(xi * sv)]);
     std::fill_n(dx, int64_t(n) * in_.size(), 0.0f);
-    for (int64_t t = 0; t < tiles; ++t) input_tile_adjoint(dx, t, tiles);
+    for (int64_t t = 0; t < tiles; ++t) input_tile_adjoint(dx, t, sv);
   }
 
  private:
@@ -171,65 +172,84 @@ class WinogradConv : public ConvAlgorithm {
       }
   }
 
-  // dg = G^T dU G, the adjoint of prepare.
+  // U = G g G^T for every (Cin, F) pair; kernel (3, 3, Cin, F), u (a^2, Cin, F), su_ apart.
+  // prepare's body: a virtual function cannot have copies for several instruction sets.
+  PITRAIN_VECTOR_COPIES
+  void transform_kernel(const float* kernel, float* u) const {
+    const int64_t C = in_.c, F = out_.c;
+    for (int64_t c = 0; c < C; ++c)
+      sandwich_channels<a, 3>(
+          int(F), [](int i, int j) { return T::G[i][j]; },
+          [&](int i, int j, int f) { return kernel + ((i * 3 + j) * C + c) * F + f; },
+          [&](int xa, int b, int f) { return u + (xa * a + b) * su_ + c * F + f; });
+  }
+
+  // dg = G^T dU G, the adjoint of transform_kernel.
+  PITRAIN_VECTOR_COPIES
   void kernel_adjoint(float* dkernel) {
     const int64_t C = in_.c, F = out_.c;
     for (int64_t c = 0; c < C; ++c)
       sandwich_channels<3, a>(
           int(F), [](int i, int j) { return T::G[j][i]; },
-          [&](int xa, int b, int f) { return &du_[size_t(((xa * a + b) * C + c) * F + f)]; },
+          [&](int xa, int b, int f) { return &du_[size_t((xa * a + b) * su_ + c * F + f)]; },
           [&](int i, int j, int f) { return dkernel + ((i * 3 + j) * C + c) * F + f; });
   }
 
-  // V = B^T d B of tile t, every channel; v_ (a^2, tiles, Cin).
-  void transform_input_tile(const float* x, int64_t t, int64_t tiles) {
+  // V = B^T d B of tile t, every channel; v_ (a^2, tiles, Cin), positions sv floats apart.
+  PITRAIN_VECTOR_COPIES
+  void transform_input_tile(const float* x, int64_t t, int64_t sv) {
     const float* taps[positions];
     input_taps(x, t, zeros_.data(), taps);
     const int64_t C = in_.c;
     sandwich_channels<a, a>(
         int(C), [](int i, int j) { return T::BT[i][j]; }, [&](int r, int q, int c) { return taps[r * a + q] + c; },
-        [&](int xa, int b, int c) { return &v_[size_t(((xa * a + b) * tiles + t) * C + c)]; });
+        [&](int xa, int b, int c) { return &v_[size_t((xa * a + b) * sv + t * C + c)]; });
   }
 
   // dd = B dV B^T of tile t, added into dx (tiles overlap by two pixels).
-  void input_tile_adjoint(float* dx, int64_t t, int64_t tiles) {
+  PITRAIN_VECTOR_COPIES
+  void input_tile_adjoint(float* dx, int64_t t, int64_t sv) {
     float* taps[positions];
     input_taps(dx, t, discard_.data(), taps);
     const int64_t C = in_.c;
     sandwich_channels<a, a, true>(
         int(C), [](int i, int j) { return T::BT[j][i]; },
-        [&](int xa, int b, int c) -> const float* { return &v_[size_t(((xa * a + b) * tiles + t) * C + c)]; },
+        [&](int xa, int b, int c) -> const float* { return &v_[size_t((xa * a + b) * sv + t * C + c)]; },
         [&](int r, int q, int c) { return taps[r * a + q] + c; });
   }
 
-  // Y = A^T M A of tile t, every filter; m_ (a^2, tiles, F).
-  void transform_output_tile(float* y, int64_t t, int64_t tiles) {
+  // Y = A^T M A of tile t, every filter; m_ (a^2, tiles, F), positions sm floats apart.
+  PITRAIN_VECTOR_COPIES
+  void transform_output_tile(float* y, int64_t t, int64_t sm) {
     float* taps[m * m];
     output_taps(y, t, discard_.data(), taps);
     const int64_t F = out_.c;
     sandwich_channels<m, a>(
         int(F), [](int i, int j) { return T::AT[i][j]; },
-        [&](int xa, int b, int f) -> const float* { return &m_[size_t(((xa * a + b) * tiles + t) * F + f)]; },
+        [&](int xa, int b, int f) -> const float* { return &m_[size_t((xa * a + b) * sm + t * F + f)]; },
         [&](int p, int q, int f) { return taps[p * m + q] + f; });
   }
 
   // dM = A dY A^T of tile t, into m_ (outputs past the edge had no gradient).
-  void output_tile_adjoint(const float* dy, int64_t t, int64_t tiles) {
+  PITRAIN_VECTOR_COPIES
+  void output_tile_adjoint(const float* dy, int64_t t, int64_t sm) {
     const float* taps[m * m];
     output_taps(dy, t, zeros_.data(), taps);
     const int64_t F = out_.c;
     sandwich_channels<a, m>(
         int(F), [](int i, int j) { return T::AT[j][i]; }, [&](int p, int q, int f) { return taps[p * m + q] + f; },
-        [&](int xa, int b, int f) { return &m_[size_t(((xa * a + b) * tiles + t) * F + f)]; });
+        [&](int xa, int b, int f) { return &m_[size_t((xa * a + b) * sm + t * F + f)]; });
   }
 
   Shape in_, out_;
   int pad_top_, pad_left_;
   Activation act_;
   int64_t tiles_h_, tiles_w_;  // output tiles an image
-  std::vector<float> du_;      // (a^2, Cin, F): the transformed kernel's gradient
-  std::vector<float> v_;       // (a^2, tiles, Cin): transformed input tiles, kept for backward; then dV
-  std::vector<float> m_;       // (a^2, tiles, F): their products; in backward dM
+  int64_t su_;                 // position_stride of the (Cin, F) matrices of U and dU
+  std::vector<float> du_;      // (a^2, Cin, F), su_ apart: the transformed kernel's gradient
+  // (a^2, tiles, Cin) and (a^2, tiles, F), their positions position_stride apart: transformed
+  // input tiles, kept for backward, then dV; their products, in backward dM.
+  std::vector<float> v_, m_;
   const std::vector<float> zeros_;  // read where a tile leaves the image
   std::vector<float> discard_;  // written where a tile leaves the image
 };

@@ -38,18 +38,14 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
 
 Model Model::sharing_params(Model& owner) {
   Model m(owner.spec_, owner.classes_);
-  m.params_ = {}, m.grads_ = {}, m.prepared_ = {};
+  m.params_ = {}, m.grads_ = {};
   for (size_t i = 0; i < m.layers_.size(); ++i)
-    m.layers_[i]->bind(owner.params_.data() + m.offsets_[i], nullptr, owner.prepared_.data() + m.prepared_offsets_[i]);
+    m.layers_[i]->bind(owner.params_.data() + m.offsets_[i], nullptr, m.prepared_.data() + m.prepared_offsets_[i]);
   return m;
 }
 
 void Model::bind_grads(float* grads) {
   for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->bind_grads(grads + offsets_[i]);
-}
-
-void Model::prepare(int part, int parts) {
-  for (auto& l : layers_) l->prepare(part, parts);
 }
 
 // Keras numbers the layers of each kind: conv2d, conv2d_1, ... (checkpoint group names).

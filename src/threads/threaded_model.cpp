@@ -33,20 +33,21 @@ void ThreadedModel::reserve(int batch) {
 void ThreadedModel::add_scratch(int count) {
   if (count > 1)
     while (int(copies_.size()) + 1 < pool_.size()) copies_.push_back(Model::sharing_params(model_));
+  prepared_batch_.resize(size_t(pool_.size()));
   while (int(share_grads_.size()) + 1 < count) share_grads_.emplace_back(size_t(model_.num_params()));
   if (int(stats_.size()) < count) stats_.resize(size_t(count));
 }
 
-void ThreadedModel::prepare() {
-  const int parts = pool_.ranges(model_.prepared_floats());
-  pool_.run(parts, [&](int part) { model_.prepare(part, parts); });
-}
-
-void ThreadedModel::for_each_share(int n, const std::function<void(Model&, int, int, int)>& share) {
+void ThreadedModel::for_each_share(int n, const Share& share) {
   const int count = shares(n);
   add_scratch(count);
+  ++batches_;
   auto first = [&](int s) { return int(int64_t(n) * s / count); };  // n * s passes 2^31 at large batches
-  pool_.run_on_threads(count, [&](int s, int t) { share(of_thread(t), s, first(s), first(s + 1) - first(s)); });
+  pool_.run_on_threads(count, [&](int s, int t) {
+    const bool prepared = prepared_batch_[size_t(t)] == batches_;
+    prepared_batch_[size_t(t)] = batches_;
+    share(of_thread(t), s, first(s), first(s + 1) - first(s), prepared);
+  });
 }
 
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
@@ -57,14 +58,13 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     whole.pool = &pool_;
     return model_.forward_backward(x, y, n, whole, ready);
   }
-  prepare();  // once for all shares
   struct OwnGrads {  // thread 0's scratch is the model: its layers point at grads() again after
     Model& m;
     ~OwnGrads() { m.bind_grads(m.grads().data()); }
   } own_grads{model_};
-  for_each_share(n, [&](Model& scratch, int s, int first, int rows) {
+  for_each_share(n, [&](Model& scratch, int s, int first, int rows, bool prepared) {
     Context share = ctx;
-    share.first_row = first, share.batch_rows = n, share.prepared = true;
+    share.first_row = first, share.batch_rows = n, share.prepared = prepared;
     share.pool = nullptr;  // a share runs on its thread alone: the pool is busy with the shares
     scratch.bind_grads(grads_of_share(s));
     stats_[size_t(s)] = scratch.forward_backward(x + int64_t(first) * kImagePixels, y + first, rows, share);
@@ -84,10 +84,9 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
 }
 
 void ThreadedModel::forward(const float* x, int n, const ShareLogits& share) {
-  prepare();
-  Context ctx;
-  ctx.prepared = true;
-  for_each_share(n, [&](Model& scratch, int s, int first, int rows) {
+  for_each_share(n, [&](Model& scratch, int s, int first, int rows, bool prepared) {
+    Context ctx;
+    ctx.prepared = prepared;
     share(s, scratch.forward(x + int64_t(first) * kImagePixels, rows, ctx), first, rows);
   });
 }
