@@ -11,6 +11,7 @@ namespace pitrain {
 ThreadedModel::ThreadedModel(Model& model, ThreadPool& pool)
     : model_(model),
       pool_(pool),
+      prepared_batch_(size_t(pool.size())),
       flops_per_row_per_param_(3.0 * double(model.forward_flops()) / double(model.num_params())),
       bytes_per_row_(double(model.activation_floats()) * sizeof(float)) {
   set_gemm_threads(1);
@@ -33,7 +34,6 @@ void ThreadedModel::reserve(int batch) {
 void ThreadedModel::add_scratch(int count) {
   if (count > 1)
     while (int(copies_.size()) + 1 < pool_.size()) copies_.push_back(Model::sharing_params(model_));
-  prepared_batch_.resize(size_t(pool_.size()));
   while (int(share_grads_.size()) + 1 < count) share_grads_.emplace_back(size_t(model_.num_params()));
   if (int(stats_.size()) < count) stats_.resize(size_t(count));
 }
