@@ -142,3 +142,27 @@ TEST_CASE("evaluation with threads counts every image once") {
   CHECK(b.confusion == a.confusion);
   CHECK(b.loss == Approx(a.loss).epsilon(1e-9));
 }
+
+TEST_CASE("crowded cores: a batch's shares run on the calling thread alone while timing says that is faster") {
+  CrowdedChoice choice;
+  double now = 0;
+  // `batches` batches, each taking alone_ms or all_ms as chosen; returns how many ran alone.
+  auto run = [&](int batches, bool crowded, double alone_ms, double all_ms) {
+    int alone = 0;
+    for (int b = 0; b < batches; ++b) {
+      const bool a = choice.alone(crowded, now);
+      alone += a;
+      now += (a ? alone_ms : all_ms) / 1000;
+    }
+    return alone;
+  };
+  const int exploit = CrowdedChoice::kExploitBatches, probe = 4 * CrowdedChoice::kProbeBatches;
+  REQUIRE(run(exploit, true, 1, 2) == 0);  // at first all threads
+  REQUIRE(run(probe, true, 1, 2) == probe / 2);
+  REQUIRE(run(exploit, true, 1, 2) == exploit);  // alone was faster
+  REQUIRE(run(probe, true, 3, 2) == probe / 2);
+  REQUIRE(run(exploit, true, 3, 2) == 0);  // now all threads are
+  REQUIRE(run(probe, true, 1, 2) == probe / 2);
+  REQUIRE(run(1, false, 1, 2) == 0);  // free cores: all threads, and the cycle starts over
+  REQUIRE(run(exploit, true, 1, 2) == 0);
+}

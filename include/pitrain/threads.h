@@ -48,6 +48,7 @@ class ThreadPool {
   // Up to size() parts of at least `grain`, whether or not the cores are crowded: for work whose
   // result depends on the cut (partial sums), which must not depend on timing.
   int parts(int64_t n, int64_t grain = kRangeGrain) const;
+  bool crowded() const { return crowded_; }
 
   static constexpr int64_t kRangeGrain = 8192;
 
@@ -69,6 +70,27 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> crowded_{true};  // until the first worker has measured otherwise
   std::exception_ptr error_;
+};
+
+// While the cores are crowded, whether a batch's shares run on all threads or on the calling
+// thread alone, chosen by timing both ways: beside a busy process, a worker gains where it gets
+// a core of its own through its shares and costs time where it takes turns with the calling
+// thread, and which of the two happens moves with the OS's placement (bench/RESULTS.md, fortieth
+// pass). A cycle: kExploitBatches batches the way last chosen (at first all threads), then
+// kProbeBatches on all threads, twice as many alone, kProbeBatches on all threads again (drift
+// cancels out), each batch timed from its start to the next one's. Free cores: all threads,
+// and the cycle starts over. Which thread runs a share never changes its result.
+class CrowdedChoice {
+ public:
+  bool alone(bool crowded, double now_seconds);  // for the batch starting now
+
+  static constexpr int kProbeBatches = 16, kExploitBatches = 192;
+
+ private:
+  int position_ = 0;  // in the cycle
+  double last_start_ = 0;
+  bool last_probed_ = false, last_alone_ = false, chosen_alone_ = false;
+  double seconds_[2] = {0, 0};  // the probe's batches on all threads, alone
 };
 
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
@@ -105,6 +127,7 @@ class ThreadedModel {
  private:
   Model& model_;
   ThreadPool& pool_;
+  CrowdedChoice choice_;
   // Runs share(scratch, s, first, rows, prepared) for the shares of n rows on the pool's threads,
   // each on the scratch of the thread that runs it; prepared: whether an earlier share of the
   // batch on that thread made the scratch's prepared weights.

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pitrain/clock.h"
 #include "pitrain/image_files.h"
 #include "pitrain/matrix.h"
 #include "pitrain/threads.h"
@@ -43,11 +44,32 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   add_scratch(count);
   ++batches_;
   auto first = [&](int s) { return int(int64_t(n) * s / count); };  // n * s passes 2^31 at large batches
-  pool_.run_on_threads(count, [&](int s, int t) {
+  auto job = [&](int s, int t) {
     const bool prepared = prepared_batch_[size_t(t)] == batches_;
     prepared_batch_[size_t(t)] = batches_;
     share(of_thread(t), s, first(s), first(s + 1) - first(s), prepared);
-  });
+  };
+  if (pool_.size() > 1 && choice_.alone(pool_.crowded(), seconds_now()))
+    for (int s = 0; s < count; ++s) job(s, 0);
+  else
+    pool_.run_on_threads(count, job);
+}
+
+bool CrowdedChoice::alone(bool crowded, double now) {
+  if (last_probed_) seconds_[last_alone_] += now - last_start_;
+  last_start_ = now;
+  if (!crowded) {
+    position_ = 0, chosen_alone_ = false, seconds_[0] = seconds_[1] = 0;
+    return last_probed_ = last_alone_ = false;
+  }
+  if (position_ == kExploitBatches + 4 * kProbeBatches) {
+    position_ = 0, chosen_alone_ = seconds_[1] < seconds_[0];
+    seconds_[0] = seconds_[1] = 0;
+  }
+  const int probe = position_++ - kExploitBatches;  // [0, 4 kProbeBatches) while probing
+  last_probed_ = probe >= 0;
+  last_alone_ = last_probed_ ? probe / kProbeBatches % 3 != 0 : chosen_alone_;
+  return last_alone_;
 }
 
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
