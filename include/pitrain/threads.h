@@ -68,7 +68,7 @@ class ThreadPool {
   bool open_ = false;           // workers may still join the current job
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> crowded_{true};  // until the first worker has measured otherwise
+  std::atomic<bool> crowded_;  // with workers, until the first has measured otherwise; without, never
   std::exception_ptr error_;
 };
 

@@ -49,7 +49,7 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
     prepared_batch_[size_t(t)] = batches_;
     share(of_thread(t), s, first(s), first(s + 1) - first(s), prepared);
   };
-  if (pool_.size() > 1 && choice_.alone(pool_.crowded(), seconds_now()))
+  if (choice_.alone(pool_.crowded(), seconds_now()))
     for (int s = 0; s < count; ++s) job(s, 0);
   else
     pool_.run_on_threads(count, job);
