@@ -69,8 +69,8 @@ class Dense : public Layer {
     bias_backward(y, dy, n, units_, dw_ + int64_t(d) * units_, act_);
     auto rows = [&](int p) {
       const int lo = rows_from(p), hi = rows_from(p + 1);
-      if (parts_ == 1) gemm(true, false, d, units_, n, x, dy, dw_);  // dW = x^T dY
-      else gemm(true, false, hi - lo, units_, n, x_part(p, n), dy, dw_ + int64_t(lo) * units_);
+      const float* x_rows = parts_ == 1 ? x : x_part(p, n);  // (n, hi - lo)
+      gemm(true, false, hi - lo, units_, n, x_rows, dy, dw_ + int64_t(lo) * units_);  // dW = x^T dY
       if (dx) gemm(false, true, n, hi - lo, units_, dy, units_, w_ + int64_t(lo) * units_, units_, dx + lo, d);  // dx = dY W^T
     };
     if (parts_ == 1) rows(0);
