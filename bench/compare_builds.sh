@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two builds of pitrain side by side: images/s of `pitrain train --json` on one rank for the
-# models and batches the compute benchmark leads with, runs alternating between the builds,
-# medians of REPEATS. For refactors that must not cost speed (the rule: within 3 %).
+# models, batches and thread counts the compute benchmark leads with, runs alternating between
+# the builds, medians of REPEATS. For refactors that must not cost speed (the rule: within 3 %).
 # usage: bench/compare_builds.sh OLD_PITRAIN NEW_PITRAIN [REPEATS]   (default 7)
 set -euo pipefail
 old=$1 new=$2 repeats=${3:-7}
@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/new" && ln -s "$(realpath "$new")" "$work/new/pitrain"  # bench_data.sh wants a build folder
 prepare_bench_data "$work/new" "$root" "$work/d.h5"
 
-cases=("cnn 32 1" "cnn 32 2" "mlp 8 1" "mlp 128 1")
+cases=("cnn 32 1" "cnn 32 2" "mlp 8 1" "mlp 8 2" "mlp 128 1")
 for c in "${cases[@]}"; do
   read -r model batch threads <<<"$c"
   steps=$((24000 / batch))
