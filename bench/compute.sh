@@ -4,8 +4,9 @@
 # same data, model, batch and threads, in the same run, alternating; medians of REPEATS runs
 # each. Thread scaling: 1, 2 and, on machines that have them, 4 threads, each against our own
 # 1 thread and the peer at the same count; then, for cnn at batch 32, 1 and 2 threads alternating
-# with two 1-thread processes at once (the most 2 threads could reach on this machine) and two
-# 1-thread ranks that split each batch as 2 threads do; and 1 and 2 threads with a busy
+# with two 1-thread processes at once (the most 2 threads could reach on this machine), two
+# 1-thread ranks that split each batch as 2 threads do, and 1 thread held on each CPU in turn
+# (a VM's vCPUs need not run at one speed); and 1 and 2 threads with a busy
 # neighbour (one process spinning on a core). Also our GFLOP/s (forward x 3, counted as a
 # direct convolution) next to one plain SGEMM on conv2's im2col shape (3872x288x64) by each GEMM
 # the build has for this CPU.
@@ -61,6 +62,7 @@ cnn32() {
   "${launcher[@]}" "$build/pitrain" train --data "$work/d.h5" --model cnn --epochs 1 --steps-per-epoch 750 --json "$@" \
     </dev/null | tail -n 1
 }
+cpus=$(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')  # the CPUs this script may run on
 for r in $(seq "$repeats"); do
   for threads in 1 2; do cnn32 -- --batch-size 32 --threads $threads --seed "$r" >>"$work/alt-$threads"; done
   pids=()
@@ -77,6 +79,7 @@ for r in $(seq "$repeats"); do
   done
   cat "$work/pair-1" "$work/pair-2" | python3 -c 'import json, sys; print(json.dumps({"images_per_second": sum(json.loads(l)["images_per_second"] for l in sys.stdin)}))' >>"$work/pair-sum"
   cnn32 mpirun -q --bind-to none -np 2 -- --batch-size 16 --threads 1 --seed "$r" >>"$work/split"
+  for cpu in $cpus; do cnn32 taskset -c "$cpu" -- --batch-size 32 --threads 1 --seed "$r" >>"$work/cpu-$cpu"; done
 done
 
 python3 -c 'while True: pass' &  # the busy neighbour: one core taken
@@ -87,9 +90,10 @@ done
 kill $burner
 burner=""
 
-python3 - "$work" "$repeats" "$data" "$sgemm" "$thread_counts" <<'PY'
+python3 - "$work" "$repeats" "$data" "$sgemm" "$thread_counts" "$cpus" <<'PY'
 import json, os, statistics, sys
 work, repeats, data, sgemm, counts = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5].split()
+cpus = sys.argv[6].split()
 def med(name, key):
     return statistics.median(json.loads(l)[key] for l in open(os.path.join(work, name)) if l.strip())
 peer_blas = json.loads(open(os.path.join(work, "peer-cnn-32-1")).readline())["blas"]
@@ -117,6 +121,9 @@ for name, label in (("alt-1", "1 thread"), ("alt-2", "2 threads"),
                     ("split", "two 1-thread ranks splitting each batch (16 rows each, gradients summed every step)")):
     ips = med(name, "images_per_second")
     print(f"| {label} | {ips:.0f} | {ips / one:.2f}x |")
+for cpu in cpus:
+    ips = med(f"cpu-{cpu}", "images_per_second")
+    print(f"| 1 thread held on CPU {cpu} (taskset): that core's own speed in these minutes | {ips:.0f} | {ips / one:.2f}x |")
 print()
 print("With a busy neighbour (one process spinning on a core), cnn, batch 32:")
 print()
