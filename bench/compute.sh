@@ -6,7 +6,7 @@
 # 1 thread and the peer at the same count; then, for cnn at batch 32, 1 and 2 threads alternating
 # with two 1-thread processes at once (the most 2 threads could reach on this machine), two
 # 1-thread ranks that split each batch as 2 threads do, and 1 thread held on each CPU in turn
-# (a VM's vCPUs need not run at one speed); and 1 and 2 threads with a busy
+# (a VM's vCPUs need not run at one speed; one run a CPU a repeat); and 1 and 2 threads with a busy
 # neighbour (one process spinning on a core). Also our GFLOP/s (forward x 3, counted as a
 # direct convolution) next to one plain SGEMM on conv2's im2col shape (3872x288x64) by each GEMM
 # the build has for this CPU.
