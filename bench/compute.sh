@@ -116,14 +116,12 @@ print()
 print("| run | images/s | vs 1 thread |")
 print("|---|---|---|")
 one = med("alt-1", "images_per_second")
-for name, label in (("alt-1", "1 thread"), ("alt-2", "2 threads"),
+for name, label in [("alt-1", "1 thread"), ("alt-2", "2 threads"),
                     ("pair-sum", "two 1-thread processes at once, added: what 2 threads could reach here"),
-                    ("split", "two 1-thread ranks splitting each batch (16 rows each, gradients summed every step)")):
+                    ("split", "two 1-thread ranks splitting each batch (16 rows each, gradients summed every step)")] + [
+                    (f"cpu-{cpu}", f"1 thread held on CPU {cpu} (taskset): that core's own speed in these minutes") for cpu in cpus]:
     ips = med(name, "images_per_second")
     print(f"| {label} | {ips:.0f} | {ips / one:.2f}x |")
-for cpu in cpus:
-    ips = med(f"cpu-{cpu}", "images_per_second")
-    print(f"| 1 thread held on CPU {cpu} (taskset): that core's own speed in these minutes | {ips:.0f} | {ips / one:.2f}x |")
 print()
 print("With a busy neighbour (one process spinning on a core), cnn, batch 32:")
 print()
