@@ -145,6 +145,38 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
   }
 }
 
+// gemm_unpacked on each kernel's vectors: sizes that leave partial row blocks, fewer vectors than
+// a block holds, and columns past the last whole vector (of 4, 8 or 16 floats); A read as
+// stored and transposed; strides wider than the matrices, whose columns beyond stay as they were.
+TEST_CASE("gemm_unpacked: A as stored and transposed against a plain loop, on each kernel this CPU runs") {
+  struct Restore {
+    std::string name;
+    ~Restore() { use_gemm_backend(name); }
+  } restore{gemm_backend()};
+  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{32, 64, 72}, std::tuple{18, 32, 64},
+                                  std::tuple{13, 100, 7}, std::tuple{25, 48, 3}, std::tuple{7, 3, 9});
+  for (const std::string& backend : gemm_backends()) {
+    use_gemm_backend(backend);
+    for (bool ta : {false, true}) {
+      const int pad = 3, lda = (ta ? m : k) + pad, ldb = n + pad, ldc = n + pad;
+      const std::vector<float> a = random_values(size_t(ta ? k : m) * lda, 1), b = random_values(size_t(k) * ldb, 2);
+      std::vector<float> c(size_t(m) * ldc, std::nanf(""));  // overwritten: no NaN may stay
+      for (int i = 0; i < m; ++i) std::fill_n(&c[size_t(i) * ldc + n], pad, 7.0f);
+      gemm_unpacked(m, n, k, a.data(), ta ? 1 : lda, ta ? lda : 1, b.data(), ldb, c.data(), ldc);
+      INFO("gemm backend " << backend << " m " << m << " n " << n << " k " << k << " ta " << ta);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double want = 0;
+          for (int p = 0; p < k; ++p) want += double(ta ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p]) * b[size_t(p) * ldb + j];
+          INFO("at " << i << "," << j);
+          REQUIRE(c[size_t(i) * ldc + j] == Approx(want).margin(1e-4 * k));
+        }
+        for (int j = n; j < n + pad; ++j) REQUIRE(c[size_t(i) * ldc + j] == 7.0f);
+      }
+    }
+  }
+}
+
 TEST_CASE("conv2d gradients through im2col: valid and same padding, several channels") {
   REQUIRE(kDirectMaxDepth < 9 * 4);  // each below is deeper, and not a 3x3 over 8 channels or more
   check_gradients(*from_spec("conv2d(3,3)", {7, 6, 4}), 2);

@@ -1,9 +1,10 @@
 // Matrix products. Every GEMM in pitrain goes through gemm(): with -Dblas=openblas (the default)
 // Eigen's kernels built for AVX-512 or AVX2 on x86-64 CPUs that have them, else OpenBLAS'
 // cblas_sgemm (ARM, older x86-64); with -Dblas=eigen, Eigen's own kernels in the build's
-// instruction set.
+// instruction set. Winograd's small per-position products go through gemm_unpacked(), ours.
 #pragma once
 #include <Eigen/Core>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, cons
 // and C as stored (A is stored (k, m) when transposed).
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc);
+// C (m, n) = A (m, k) B (k, n) with nothing packed, for products too small for packing to pay
+// (Winograd's per-position matrices): A's element (i, p) at a[i * a_row + p * a_col], so A may
+// be read transposed; B and C row-major with row strides ldb and ldc. On the CPU's widest
+// vectors that gemm() uses (gemm_unpacked.h).
+void gemm_unpacked(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c,
+                   int64_t ldc);
 
 // Threads of each GEMM call (OpenBLAS', or Eigen's OpenMP with -Dblas=eigen; the AVX-512 and
 // AVX2 kernels always run on the calling thread), and which GEMM this build uses.

@@ -1,9 +1,9 @@
 // Winograd F(m x m, 3x3) (Lavin and Gray, 2016): an m x m output tile is A^T [(G g G^T) . (B^T d B)] A
 // for the a x a input tile d (a = m + 2) and the 3x3 kernel g. In the transformed space the a^2
 // positions xi are independent: M_xi (tiles, F) = V_xi (tiles, Cin) x U_xi (Cin, F), a^2 GEMMs
-// of 9 m^2 / a^2 times fewer multiplications than im2col's (2.25x for m = 2, 4x for m = 4). Backward is
-// the exact adjoint of that forward: dM = A dY A^T, dU_xi = V_xi^T dM_xi, dV_xi = dM_xi U_xi^T,
-// then dg = G^T dU G and dd = B dV B^T. Every transform runs along the channels, which NHWC
+// of 9 m^2 / a^2 times fewer multiplications than im2col's (2.25x for m = 2, 4x for m = 4), each
+// too small for packing to pay (gemm_unpacked). Backward is the exact adjoint of that forward:
+// dM = A dY A^T, dU_xi = V_xi^T dM_xi, dV_xi = dM_xi U_xi^T, then dg = G^T dU G and dd = B dV B^T. Every transform runs along the channels, which NHWC
 // keeps contiguous, so its loops vectorise, in the CPU's vector width (vector_copies.h). U is the
 // layer's prepared weights (Layer::prepared_floats): made once a batch on each thread, not once a
 // share (about 5 % of a cnn step when every share made its own).
@@ -118,15 +118,26 @@ class WinogradConv : public ConvAlgorithm {
     m_.resize(positions * size_t(position_stride(int64_t(tiles) * out_.c)));
   }
 
-  int64_t prepared_floats() const override { return int64_t(du_.size()); }
-  void prepare(const float* kernel, float* u) const override { transform_kernel(kernel, u); }
+  // U (a^2, Cin, F), then U^T (a^2, F, Cin) for dV's products, which read both as rows, then
+  // the kernel transposed (3, 3, F, Cin), from which U^T is made as U is from the kernel.
+  int64_t prepared_floats() const override { return 2 * int64_t(du_.size()) + 9 * int64_t(in_.c) * out_.c; }
+  void prepare(const float* kernel, float* u) const override {
+    const int64_t C = in_.c, F = out_.c;
+    float* ut = u + du_.size();
+    float* kernel_t = ut + du_.size();
+    transform_kernel(kernel, C, F, u);
+    for (int64_t tap = 0; tap < 9; ++tap)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t f = 0; f < F; ++f) kernel_t[(tap * F + f) * C + c] = kernel[(tap * C + c) * F + f];
+    transform_kernel(kernel_t, F, C, ut);
+  }
 
   void forward(const float* x, const float*, const float* bias, const float* u, float* y, int n) override {
     const int64_t tiles = int64_t(n) * tiles_h_ * tiles_w_, C = in_.c, F = out_.c;
     const int64_t sv = position_stride(tiles * C), sm = position_stride(tiles * F);
     for (int64_t t = 0; t < tiles; ++t) transform_input_tile(x, t, sv);
     for (int xi = 0; xi < positions; ++xi)
-      gemm(false, false, int(tiles), int(F), int(C), &v_[size_t(xi * sv)], u + xi * su_, &m_[size_t(xi * sm)]);
+      gemm_unpacked(int(tiles), int(F), int(C), &v_[size_t(xi * sv)], C, 1, u + xi * su_, F, &m_[size_t(xi * sm)], F);
     for (int64_t t = 0; t < tiles; ++t) transform_output_tile(y, t, sm);
     add_bias(y, n * out_.h * out_.w, out_.c, bias, act_);
   }
@@ -138,11 +149,12 @@ class WinogradConv : public ConvAlgorithm {
     bias_backward(y, dy, n * out_.h * out_.w, out_.c, dbias, act_);
     for (int64_t t = 0; t < tiles; ++t) output_tile_adjoint(dy, t, sm);  // dM into m_
     for (int xi = 0; xi < positions; ++xi)
-      gemm(true, false, int(C), int(F), int(tiles), &v_[size_t(xi * sv)], &m_[size_t(xi * sm)], &du_[size_t(xi * su_)]);
+      gemm_unpacked(int(C), int(F), int(tiles), &v_[size_t(xi * sv)], 1, C, &m_[size_t(xi * sm)], F, &du_[size_t(xi * su_)], F);
     kernel_adjoint(dkernel);
     if (!dx) return;
+    const float* ut = u + du_.size();
     for (int xi = 0; xi < positions; ++xi)  // V is spent: dV into v_
-      gemm(false, true, int(tiles), int(C), int(F), &m_[size_t(xi * sm)], u + xi * su_, &v_[size_t(xi * sv)]);
+      gemm_unpacked(int(tiles), int(C), int(F), &m_[size_t(xi * sm)], F, 1, ut + xi * su_, C, &v_[size_t(xi * sv)], C);
     std::fill_n(dx, int64_t(n) * in_.size(), 0.0f);
     for (int64_t t = 0; t < tiles; ++t) input_tile_adjoint(dx, t, sv);
   }
@@ -172,16 +184,16 @@ class WinogradConv : public ConvAlgorithm {
       }
   }
 
-  // U = G g G^T for every (Cin, F) pair; kernel (3, 3, Cin, F), u (a^2, Cin, F), su_ apart.
-  // prepare's body: a virtual function cannot have copies for several instruction sets.
+  // U = G g G^T for every pair of input channel and filter; kernel (3, 3, rows, cols), u (a^2,
+  // rows, cols), su_ apart. rows, cols: Cin, F, or F, Cin for the transposed kernel. prepare's
+  // body: a virtual function cannot have copies for several instruction sets.
   PITRAIN_VECTOR_COPIES
-  void transform_kernel(const float* kernel, float* u) const {
-    const int64_t C = in_.c, F = out_.c;
-    for (int64_t c = 0; c < C; ++c)
+  void transform_kernel(const float* kernel, int64_t rows, int64_t cols, float* u) const {
+    for (int64_t r = 0; r < rows; ++r)
       sandwich_channels<a, 3>(
-          int(F), [](int i, int j) { return T::G[i][j]; },
-          [&](int i, int j, int f) { return kernel + ((i * 3 + j) * C + c) * F + f; },
-          [&](int xa, int b, int f) { return u + (xa * a + b) * su_ + c * F + f; });
+          int(cols), [](int i, int j) { return T::G[i][j]; },
+          [&](int i, int j, int q) { return kernel + ((i * 3 + j) * rows + r) * cols + q; },
+          [&](int xa, int b, int q) { return u + (xa * a + b) * su_ + r * cols + q; });
   }
 
   // dg = G^T dU G, the adjoint of transform_kernel.

@@ -8,6 +8,7 @@
 #else
 #include "gemm_eigen.h"
 #endif
+#include "gemm_unpacked.h"
 
 namespace pitrain {
 
@@ -22,6 +23,10 @@ void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a
                  int ldc, const float* add_alpha);
 void gemm_avx2(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
                int ldc, const float* add_alpha);
+void gemm_unpacked_avx512(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
+                          float* c, int64_t ldc);
+void gemm_unpacked_avx2(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
+                        float* c, int64_t ldc);
 #endif
 
 namespace {
@@ -34,11 +39,24 @@ void openblas_gemm(bool trans_a, bool trans_b, int m, int n, int k, const float*
 }
 #endif
 
+// In the build's instruction set: 4-float vectors (SSE2, NEON); 24 accumulators, up to 4 a row,
+// where there are 32 vector registers (AArch64), 12, up to 2, where 16.
+void gemm_unpacked_portable(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
+                            float* c, int64_t ldc) {
+  using V = float __attribute__((vector_size(16)));
+#ifdef __aarch64__
+  UnpackedGemm<V, 24, 4>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+#else
+  UnpackedGemm<V, 12, 2>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+#endif
+}
+
 struct GemmKernel {
   const char* name;
   bool (*supported)();
   // C = op(A) op(B), or with add_alpha C += *add_alpha op(A) op(B)
   void (*run)(bool, bool, int, int, int, const float*, int, const float*, int, float*, int, const float* add_alpha);
+  void (*unpacked)(int, int, int, const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t);  // gemm_unpacked
 };
 
 // The build's kernels, fastest first: gemm() takes the first this CPU runs. The last runs on
@@ -50,13 +68,13 @@ const GemmKernel kKernels[] = {
        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
      },
-     gemm_avx512},
-    {"eigen-avx2", [] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }, gemm_avx2},
+     gemm_avx512, gemm_unpacked_avx512},
+    {"eigen-avx2", [] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }, gemm_avx2, gemm_unpacked_avx2},
 #endif
 #ifdef PITRAIN_OPENBLAS
-    {"openblas", [] { return true; }, openblas_gemm},
+    {"openblas", [] { return true; }, openblas_gemm, gemm_unpacked_portable},
 #else
-    {"eigen", [] { return true; }, eigen_gemm},
+    {"eigen", [] { return true; }, eigen_gemm, gemm_unpacked_portable},
 #endif
 };
 
@@ -93,6 +111,11 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int l
 
 void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b, float* c) {
   gemm_whole(trans_a, trans_b, m, n, k, a, b, c, &alpha);
+}
+
+void gemm_unpacked(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c,
+                   int64_t ldc) {
+  current_kernel().load(std::memory_order_relaxed)->unpacked(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
 }
 
 std::string gemm_backend() { return current_kernel().load()->name; }
