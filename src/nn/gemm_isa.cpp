@@ -1,8 +1,9 @@
-// Eigen's GEMM built for one instruction set (PITRAIN_GEMM_ISA: avx512 or avx2), which gemm()
-// calls on CPUs that have it (gemm.cpp says why). meson.build compiles this file once per
-// instruction set. Eigen's templates are renamed into a namespace of the instruction set's own:
-// compiled here with wider vectors, they must never be linked in place of the portable build's
-// copies of the same templates (test/gemm_symbols.sh).
+// Eigen's GEMM and gemm_unpacked's kernel built for one instruction set (PITRAIN_GEMM_ISA:
+// avx512 or avx2), which gemm() and gemm_unpacked() call on CPUs that have it (gemm.cpp says
+// why). meson.build compiles this file once per instruction set. Eigen's templates are renamed
+// into a namespace of the instruction set's own: compiled here with wider vectors, they must
+// never be linked in place of the portable build's copies of the same templates
+// (test/gemm_symbols.sh).
 #define PITRAIN_JOIN2(a, b) a##b
 #define PITRAIN_JOIN(a, b) PITRAIN_JOIN2(a, b)
 #define Eigen PITRAIN_JOIN(pitrain_eigen_, PITRAIN_GEMM_ISA)
