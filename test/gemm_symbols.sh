@@ -2,7 +2,8 @@
 # A GEMM library built for one instruction set (src/nn/gemm_isa.cpp) may define no global or weak
 # symbol that the portable build could define too: a template or inline function compiled for
 # AVX-512 or AVX2 that the linker kept for the whole program would crash CPUs without them. Only
-# pitrain::gemm_ISA and the namespace pitrain_eigen_ISA may be there, and no static initialiser.
+# pitrain::gemm_ISA, pitrain::gemm_unpacked_ISA and the namespace pitrain_eigen_ISA may be there,
+# and no static initialiser.
 # usage: test/gemm_symbols.sh LIBRARY ISA   (ISA: avx512 or avx2)
 set -euo pipefail
 lib=$1 isa=$2
@@ -12,7 +13,7 @@ lib=$1 isa=$2
 globals=$(nm --defined-only "$lib" | awk '$2 ~ /^[A-Zu]$/ { print $3 }') || { echo "FAIL: nm cannot read $lib"; exit 1; }
 # grep -v finds nothing when all is well: its status 1 is no failure.
 shared=$(grep -v -e "pitrain_eigen_$isa" -e '^DW\.ref\.__gxx_personality_v0$' <<<"$globals" | c++filt |
-  grep -v "^pitrain::gemm_$isa(" || true)
+  grep -v -e "^pitrain::gemm_$isa(" -e "^pitrain::gemm_unpacked_$isa(" || true)
 if [ -n "$shared" ]; then
   echo "FAIL: $lib defines symbols the portable build may define too:"
   echo "$shared" | head -20

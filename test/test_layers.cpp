@@ -86,6 +86,12 @@ void check_gradients(Layer& layer, int n, const Context& ctx = {}, float h = 1e-
   compare(loss, w, dw, layer.spec() + " dw", SIZE_MAX, h);
 }
 
+// Puts back the GEMM a test found: the tests below try every one this CPU runs.
+struct RestoreGemmBackend {
+  std::string name;
+  ~RestoreGemmBackend() { use_gemm_backend(name); }
+};
+
 }  // namespace
 
 // Each GEMM of the build that this CPU runs (gemm_backends(): eigen-avx512, eigen-avx2 and
@@ -102,10 +108,7 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
     REQUIRE(std::find(names.begin(), names.end(), "eigen-avx2") != names.end());
   }
 #endif
-  struct Restore {
-    std::string name;
-    ~Restore() { use_gemm_backend(name); }
-  } restore{fastest};
+  const RestoreGemmBackend restore{fastest};
   // (1, n, k) and (m, 1, k): Eigen's matrix-vector products, as at batch 1.
   const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{17, 33, 5}, std::tuple{5, 300, 129},
                                   std::tuple{1, 300, 129}, std::tuple{129, 1, 300});
@@ -145,16 +148,15 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
   }
 }
 
-// gemm_unpacked on each kernel's vectors: sizes that leave partial row blocks, fewer vectors than
-// a block holds, and columns past the last whole vector (of 4, 8 or 16 floats); A read as
-// stored and transposed; strides wider than the matrices, whose columns beyond stay as they were.
+// gemm_unpacked on each kernel's vectors: sizes that leave partial row blocks, blocks of one
+// vector and of fewer than a block holds, and columns past the last whole vector (of 4, 8 or 16
+// floats); A read as stored and transposed; strides wider than the matrices, whose columns
+// beyond stay as they were.
 TEST_CASE("gemm_unpacked: A as stored and transposed against a plain loop, on each kernel this CPU runs") {
-  struct Restore {
-    std::string name;
-    ~Restore() { use_gemm_backend(name); }
-  } restore{gemm_backend()};
+  const RestoreGemmBackend restore{gemm_backend()};
   const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{32, 64, 72}, std::tuple{18, 32, 64},
-                                  std::tuple{13, 100, 7}, std::tuple{25, 48, 3}, std::tuple{7, 3, 9});
+                                  std::tuple{13, 100, 7}, std::tuple{25, 48, 3}, std::tuple{7, 3, 9}, std::tuple{9, 20, 5},
+                                  std::tuple{30, 24, 11});
   for (const std::string& backend : gemm_backends()) {
     use_gemm_backend(backend);
     for (bool ta : {false, true}) {

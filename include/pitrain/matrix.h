@@ -25,8 +25,9 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int l
           int ldc);
 // C (m, n) = A (m, k) B (k, n) with nothing packed, for products too small for packing to pay
 // (Winograd's per-position matrices): A's element (i, p) at a[i * a_row + p * a_col], so A may
-// be read transposed; B and C row-major with row strides ldb and ldc. On the CPU's widest
-// vectors that gemm() uses (gemm_unpacked.h).
+// be read transposed; B and C row-major with row strides ldb and ldc. In AVX-512 or AVX2 where
+// gemm() runs Eigen's kernels built for them, else in 4-float vectors (SSE2, NEON;
+// gemm_unpacked.h).
 void gemm_unpacked(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c,
                    int64_t ldc);
 

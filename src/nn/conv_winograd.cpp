@@ -3,10 +3,11 @@
 // positions xi are independent: M_xi (tiles, F) = V_xi (tiles, Cin) x U_xi (Cin, F), a^2 GEMMs
 // of 9 m^2 / a^2 times fewer multiplications than im2col's (2.25x for m = 2, 4x for m = 4), each
 // too small for packing to pay (gemm_unpacked). Backward is the exact adjoint of that forward:
-// dM = A dY A^T, dU_xi = V_xi^T dM_xi, dV_xi = dM_xi U_xi^T, then dg = G^T dU G and dd = B dV B^T. Every transform runs along the channels, which NHWC
-// keeps contiguous, so its loops vectorise, in the CPU's vector width (vector_copies.h). U is the
-// layer's prepared weights (Layer::prepared_floats): made once a batch on each thread, not once a
-// share (about 5 % of a cnn step when every share made its own).
+// dM = A dY A^T, dU_xi = V_xi^T dM_xi, dV_xi = dM_xi U_xi^T, then dg = G^T dU G and dd = B dV B^T.
+// Every transform runs along the channels, which NHWC keeps contiguous, so its loops vectorise,
+// in the CPU's vector width (vector_copies.h). U and U^T (which dV's products read as rows) are
+// the layer's prepared weights (Layer::prepared_floats): made once a batch on each thread, not
+// once a share (about 5 % of a cnn step when every share made its own).
 #include <algorithm>
 
 #include "pitrain/conv.h"
@@ -118,8 +119,9 @@ class WinogradConv : public ConvAlgorithm {
     m_.resize(positions * size_t(position_stride(int64_t(tiles) * out_.c)));
   }
 
-  // U (a^2, Cin, F), then U^T (a^2, F, Cin) for dV's products, which read both as rows, then
-  // the kernel transposed (3, 3, F, Cin), from which U^T is made as U is from the kernel.
+  // U (a^2, Cin, F), then U^T (a^2, F, Cin) for dV's products, which read it as rows, then the
+  // kernel transposed (3, 3, F, Cin), from which U^T is made as U is from the kernel. Forward
+  // alone (validation) reads only U, but a thread's prepared weights serve its whole batch.
   int64_t prepared_floats() const override { return 2 * int64_t(du_.size()) + 9 * int64_t(in_.c) * out_.c; }
   void prepare(const float* kernel, float* u) const override {
     const int64_t C = in_.c, F = out_.c;

@@ -39,16 +39,16 @@ void openblas_gemm(bool trans_a, bool trans_b, int m, int n, int k, const float*
 }
 #endif
 
-// In the build's instruction set: 4-float vectors (SSE2, NEON); 24 accumulators, up to 4 a row,
-// where there are 32 vector registers (AArch64), 12, up to 2, where 16.
+// 4-float vectors, SSE2's and NEON's (the Pis'), in the build's instruction set.
 void gemm_unpacked_portable(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
                             float* c, int64_t ldc) {
   using V = float __attribute__((vector_size(16)));
 #ifdef __aarch64__
-  UnpackedGemm<V, 24, 4>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+  constexpr int registers = 32;
 #else
-  UnpackedGemm<V, 12, 2>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+  constexpr int registers = 16;
 #endif
+  UnpackedGemm<V, registers>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
 }
 
 struct GemmKernel {

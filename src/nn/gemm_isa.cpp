@@ -17,15 +17,13 @@ void PITRAIN_JOIN(gemm_, PITRAIN_GEMM_ISA)(bool trans_a, bool trans_b, int m, in
   eigen_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, add_alpha);
 }
 
-// AVX-512: 24 accumulators of 16 floats, up to 4 a row; AVX2: 12 of 8, up to 2 (registers: 32, 16).
+// AVX-512: 32 registers of 16 floats; AVX2: 16 of 8.
 void PITRAIN_JOIN(gemm_unpacked_, PITRAIN_GEMM_ISA)(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col,
                                                     const float* b, int64_t ldb, float* c, int64_t ldc) {
 #ifdef __AVX512F__
-  using V = float __attribute__((vector_size(64)));
-  UnpackedGemm<V, 24, 4>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+  UnpackedGemm<float __attribute__((vector_size(64))), 32>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
 #else
-  using V = float __attribute__((vector_size(32)));
-  UnpackedGemm<V, 12, 2>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+  UnpackedGemm<float __attribute__((vector_size(32))), 16>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
 #endif
 }
 

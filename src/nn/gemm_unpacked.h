@@ -1,10 +1,10 @@
 // C (m, n) = A (m, k) B (k, n) straight from where A and B lie, in the vector width of the file
 // that includes this (gemm.cpp: the build's; gemm_isa.cpp: AVX-512 or AVX2). A block of R rows
 // by NV vectors of C stays in registers while k runs: each step loads NV vectors of B's row and
-// broadcasts R values of A's column into them. Nothing is packed: Eigen's GEMM packs both
-// operands every call, which on Winograd's per-position products of a share's few rows was over a
-// quarter of its time (bench/RESULTS.md, forty-fourth pass). Internal linkage, so that each
-// includer keeps its own copy.
+// multiplies R values of A's column, each broadcast, into them. Nothing is packed: Eigen's GEMM
+// packs both operands every call, over a quarter of the GEMMs' time in a one-thread `cnn` step,
+// mostly Winograd's per-position products of a share's few rows (bench/RESULTS.md, forty-fourth
+// pass). Internal linkage, so that each includer keeps its own copy.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -15,11 +15,13 @@
 namespace pitrain {
 namespace {
 
-// V: a GCC vector of floats. A block holds kAccumulators vectors of C, as many rows as fit of
-// up to kVectors vectors each (at most kMaxRows), plus a row of B: the vector registers' count
-// (32 for AVX-512 and NEON, 16 for AVX2 and SSE) less a few.
-template <class V, int kAccumulators, int kVectors>
+// V: a GCC vector of floats; kRegisters: the vector registers (32 for AVX-512 and AArch64's
+// NEON, 16 for AVX2, SSE and 32-bit NEON). A block holds three quarters of them as
+// accumulators, as many rows as fit of up to an eighth of them each (at most kMaxRows), and a
+// row of B.
+template <class V, int kRegisters>
 struct UnpackedGemm {
+  static constexpr int kAccumulators = kRegisters * 3 / 4, kVectors = kRegisters / 8;
   static constexpr int kWidth = int(sizeof(V) / sizeof(float)), kMaxRows = 12;
   static constexpr int rows(int nv) { return std::min(kMaxRows, kAccumulators / nv); }
 
