@@ -129,8 +129,7 @@ class WinogradConv : public ConvAlgorithm {
     float* kernel_t = ut + du_.size();
     transform_kernel(kernel, C, F, u);
     for (int64_t tap = 0; tap < 9; ++tap)
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t f = 0; f < F; ++f) kernel_t[(tap * F + f) * C + c] = kernel[(tap * C + c) * F + f];
+      MatrixView(kernel_t + tap * F * C, F, C) = ConstMatrixView(kernel + tap * C * F, C, F).transpose();
     transform_kernel(kernel_t, F, C, ut);
   }
 
