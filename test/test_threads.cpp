@@ -156,13 +156,22 @@ TEST_CASE("crowded cores: a batch's shares run on the calling thread alone while
     }
     return alone;
   };
-  const int exploit = CrowdedChoice::kExploitBatches, probe = 4 * CrowdedChoice::kProbeBatches;
-  REQUIRE(run(exploit, true, 1, 2) == 0);  // at first all threads
-  REQUIRE(run(probe, true, 1, 2) == probe / 2);
+  const int exploit = CrowdedChoice::kExploitBatches, most = CrowdedChoice::kMostExploitBatches;
+  const int probe = 4 * CrowdedChoice::kProbeBatches;
+  REQUIRE(run(probe, true, 1, 2) == probe / 2);  // crowded: a probe first
   REQUIRE(run(exploit, true, 1, 2) == exploit);  // alone was faster
-  REQUIRE(run(probe, true, 3, 2) == probe / 2);
-  REQUIRE(run(exploit, true, 3, 2) == 0);  // now all threads are
   REQUIRE(run(probe, true, 1, 2) == probe / 2);
-  REQUIRE(run(1, false, 1, 2) == 0);  // free cores: all threads, and the cycle starts over
-  REQUIRE(run(exploit, true, 1, 2) == 0);
+  REQUIRE(run(2 * exploit, true, 1, 2) == 2 * exploit);  // and still is: probed half as often
+  REQUIRE(run(probe, true, 3, 2) == probe / 2);
+  REQUIRE(run(exploit, true, 3, 2) == 0);  // now all threads are faster
+  REQUIRE(run(probe, true, 3, 2) == probe / 2);
+  for (int batches = 2 * exploit; batches <= most; batches *= 2) {  // the choice holds, up to `most`
+    REQUIRE(run(batches, true, 3, 2) == 0);
+    REQUIRE(run(probe, true, 3, 2) == probe / 2);
+  }
+  REQUIRE(run(most, true, 3, 2) == 0);
+  REQUIRE(run(probe, true, 3, 2) == probe / 2);
+  REQUIRE(run(1, false, 3, 2) == 0);  // free cores: all threads, and the next crowding starts with a probe
+  REQUIRE(run(probe, true, 1, 2) == probe / 2);
+  REQUIRE(run(exploit, true, 1, 2) == exploit);
 }

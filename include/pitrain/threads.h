@@ -76,17 +76,22 @@ class ThreadPool {
 // thread alone, chosen by timing both ways: beside a busy process, a worker gains where it gets
 // a core of its own through its shares and costs time where it takes turns with the calling
 // thread, and which of the two happens moves with the OS's placement (bench/RESULTS.md, fortieth
-// pass). A cycle: kExploitBatches batches the way last chosen (at first all threads), then
-// kProbeBatches on all threads, twice as many alone, kProbeBatches on all threads again (drift
-// cancels out), each batch timed from its start to the next one's. Free cores: all threads,
-// and the cycle starts over. Which thread runs a share never changes its result.
+// pass). A cycle: a probe, kProbeBatches batches on all threads, twice as many alone,
+// kProbeBatches on all threads again (drift cancels out), each batch timed from its start to the
+// next one's; then batches the way it chose, kExploitBatches after a probe that changed the
+// choice or the first, twice as many as last time after one that kept it (up to
+// kMostExploitBatches): the cores are probed as soon as they are found crowded, and less often
+// while the placement holds (before, 272 of a 750-batch run's batches ran on all threads where
+// alone was faster). Free cores: all threads, and the next crowding starts with a probe. Which
+// thread runs a share never changes its result.
 class CrowdedChoice {
  public:
   bool alone(bool crowded, double now_seconds);  // for the batch starting now
 
-  static constexpr int kProbeBatches = 16, kExploitBatches = 192;
+  static constexpr int kProbeBatches = 16, kExploitBatches = 192, kMostExploitBatches = 1536;
 
  private:
+  int exploit_ = 0;   // batches the way chosen in this cycle, before its probe
   int position_ = 0;  // in the cycle
   double last_start_ = 0;
   bool last_probed_ = false, last_alone_ = false, chosen_alone_ = false;

@@ -59,14 +59,16 @@ bool CrowdedChoice::alone(bool crowded, double now) {
   if (last_probed_) seconds_[last_alone_] += now - last_start_;
   last_start_ = now;
   if (!crowded) {
-    position_ = 0, chosen_alone_ = false, seconds_[0] = seconds_[1] = 0;
-    return last_probed_ = last_alone_ = false;
+    *this = CrowdedChoice();
+    return false;
   }
-  if (position_ == kExploitBatches + 4 * kProbeBatches) {
-    position_ = 0, chosen_alone_ = seconds_[1] < seconds_[0];
-    seconds_[0] = seconds_[1] = 0;
+  if (position_ == exploit_ + 4 * kProbeBatches) {
+    const bool kept = chosen_alone_ == (seconds_[1] < seconds_[0]);
+    chosen_alone_ = seconds_[1] < seconds_[0];
+    exploit_ = std::clamp(kept ? 2 * exploit_ : 0, kExploitBatches, kMostExploitBatches);
+    position_ = 0, seconds_[0] = seconds_[1] = 0;
   }
-  const int probe = position_++ - kExploitBatches;  // [0, 4 kProbeBatches) while probing
+  const int probe = position_++ - exploit_;  // [0, 4 kProbeBatches) while probing
   last_probed_ = probe >= 0;
   last_alone_ = last_probed_ ? probe / kProbeBatches % 3 != 0 : chosen_alone_;
   return last_alone_;
