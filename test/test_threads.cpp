@@ -161,7 +161,7 @@ TEST_CASE("crowded cores: a batch's shares run on the calling thread alone while
   REQUIRE(run(probe, true, 1, 2) == probe / 2);  // crowded: a probe first
   REQUIRE(run(exploit, true, 1, 2) == exploit);  // alone was faster
   REQUIRE(run(probe, true, 1, 2) == probe / 2);
-  REQUIRE(run(2 * exploit, true, 1, 2) == 2 * exploit);  // and still is: probed half as often
+  REQUIRE(run(2 * exploit, true, 1, 2) == 2 * exploit);  // and still is: probed less often
   REQUIRE(run(probe, true, 3, 2) == probe / 2);
   REQUIRE(run(exploit, true, 3, 2) == 0);  // now all threads are faster
   REQUIRE(run(probe, true, 3, 2) == probe / 2);

@@ -68,22 +68,25 @@ class ThreadPool {
   bool open_ = false;           // workers may still join the current job
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> crowded_;  // with workers, until the first has measured otherwise; without, never
+  // As worker 1 last measured; free before it has (5 ms after its first job) and without workers.
+  std::atomic<bool> crowded_;
   std::exception_ptr error_;
 };
 
 // While the cores are crowded, whether a batch's shares run on all threads or on the calling
-// thread alone, chosen by timing both ways: beside a busy process, a worker gains where it gets
-// a core of its own through its shares and costs time where it takes turns with the calling
-// thread, and which of the two happens moves with the OS's placement (bench/RESULTS.md, fortieth
-// pass). A cycle: a probe, kProbeBatches batches on all threads, twice as many alone,
+// thread alone, chosen by timing both ways. Beside a busy process, a worker gains where it gets
+// a core of its own through its shares, and costs time where it takes turns with the calling
+// thread; which of the two happens moves with the OS's placement (bench/RESULTS.md, fortieth
+// pass). A probe runs kProbeBatches batches on all threads, twice as many alone, and
 // kProbeBatches on all threads again (drift cancels out), each batch timed from its start to the
-// next one's; then batches the way it chose, kExploitBatches after a probe that changed the
-// choice or the first, twice as many as last time after one that kept it (up to
-// kMostExploitBatches): the cores are probed as soon as they are found crowded, and less often
-// while the placement holds (before, 272 of a 750-batch run's batches ran on all threads where
-// alone was faster). Free cores: all threads, and the next crowding starts with a probe. Which
-// thread runs a share never changes its result.
+// next one's. The first probe starts as soon as the cores are found crowded. After a probe, the
+// batches run the way it chose until the next probe: kExploitBatches of them after the first
+// probe or one that changed the choice, twice as many as the last time after one that kept it,
+// up to kMostExploitBatches. So a placement that holds is probed less and less (forty-fifth
+// pass: 80 of a 750-batch run's batches on all threads where alone was faster, not 272). While
+// the shares run alone, the workers run nothing and the pool cannot see the cores free up: a
+// neighbour that leaves is noticed at the next probe. Free cores: all threads, and the next
+// crowding starts with a probe. Which thread runs a share never changes its result.
 class CrowdedChoice {
  public:
   bool alone(bool crowded, double now_seconds);  // for the batch starting now
@@ -91,8 +94,8 @@ class CrowdedChoice {
   static constexpr int kProbeBatches = 16, kExploitBatches = 192, kMostExploitBatches = 1536;
 
  private:
-  int exploit_ = 0;   // batches the way chosen in this cycle, before its probe
-  int position_ = 0;  // in the cycle
+  int exploit_ = 0;   // batches the way last chosen before the next probe (0 before the first)
+  int position_ = 0;  // batches since the last probe ended or the cores were found crowded
   double last_start_ = 0;
   bool last_probed_ = false, last_alone_ = false, chosen_alone_ = false;
   double seconds_[2] = {0, 0};  // the probe's batches on all threads, alone

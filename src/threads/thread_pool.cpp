@@ -22,35 +22,36 @@ bool spin_until(int micros, Done done) {
 // Whether the calling thread, over the last window, waited for a core (ready to run) more than
 // an eighth of the time it ran: from the kernel's scheduler statistics, nanoseconds on a core
 // and waiting for one (/proc/thread-self/schedstat). Where the kernel keeps none (no file, or
-// zeros though the thread ran jobs): crowded. The first window starts at the first job, as a
-// worker waited for a core while the process started (3.7 ms against 0.06 ms run on free cores),
-// and is short: until it ends, the pool takes the cores for crowded (with a 50 ms first window
-// from the thread's start, a cnn run's first 36-46 batches on free cores ran so; now 5-6).
+// zeros though the thread ran jobs): crowded. The first read, at the end of the thread's first
+// job, only sets the counts: from the thread's start they said it waited 3.7 ms for a core and
+// ran 0.06 ms while the process started, on free cores. The first window after it is short
+// (the pool counts the cores free until then), the later ones long enough to smooth them.
 class CrowdingMeter {
  public:
   void update(std::atomic<bool>& crowded) {
     const auto now = std::chrono::steady_clock::now();
-    if (started_ && now - last_ < (measured_ ? kWindow : kFirstWindow)) return;
+    if (reads_ > 0 && now - last_ < (reads_ == 1 ? kFirstWindow : kWindow)) return;
     last_ = now;
     int64_t run = 0, wait = 0;
-    if (!(std::ifstream("/proc/thread-self/schedstat") >> run >> wait) || (started_ && run <= run_)) {
+    const bool read = bool(std::ifstream("/proc/thread-self/schedstat") >> run >> wait);
+    if (!read || (reads_ > 0 && run <= run_)) {
       crowded = true;
-      return;
+    } else if (reads_ > 0) {
+      crowded = 8 * (wait - wait_) > run - run_;
     }
-    if (started_) crowded = 8 * (wait - wait_) > run - run_, measured_ = true;
-    started_ = true, run_ = run, wait_ = wait;
+    reads_ = std::min(reads_ + 1, 2), run_ = run, wait_ = wait;
   }
 
  private:
   static constexpr auto kFirstWindow = std::chrono::milliseconds(5), kWindow = std::chrono::milliseconds(50);
   std::chrono::steady_clock::time_point last_;
-  bool started_ = false, measured_ = false;
+  int reads_ = 0;  // 0, 1, or 2 for more
   int64_t run_ = 0, wait_ = 0;
 };
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : home_taken_(size_t(std::max(threads, 1))), crowded_(threads > 1) {
+ThreadPool::ThreadPool(int threads) : home_taken_(size_t(std::max(threads, 1))), crowded_(false) {
   try {
     for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
   } catch (const std::system_error& e) {  // a limit on processes (ulimit -u, a container's pids)

@@ -63,6 +63,7 @@ bool CrowdedChoice::alone(bool crowded, double now) {
     return false;
   }
   if (position_ == exploit_ + 4 * kProbeBatches) {
+    // After the first probe kept or not, 2 * 0 batches clamp up to kExploitBatches.
     const bool kept = chosen_alone_ == (seconds_[1] < seconds_[0]);
     chosen_alone_ = seconds_[1] < seconds_[0];
     exploit_ = std::clamp(kept ? 2 * exploit_ : 0, kExploitBatches, kMostExploitBatches);
