@@ -69,7 +69,7 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
   // As worker 1 last measured; free before it has (5 ms after its first job) and without workers.
-  std::atomic<bool> crowded_;
+  std::atomic<bool> crowded_{false};
   std::exception_ptr error_;
 };
 

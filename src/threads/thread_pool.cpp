@@ -51,7 +51,7 @@ class CrowdingMeter {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : home_taken_(size_t(std::max(threads, 1))), crowded_(false) {
+ThreadPool::ThreadPool(int threads) : home_taken_(size_t(std::max(threads, 1))) {
   try {
     for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
   } catch (const std::system_error& e) {  // a limit on processes (ulimit -u, a container's pids)

@@ -63,10 +63,10 @@ bool CrowdedChoice::alone(bool crowded, double now) {
     return false;
   }
   if (position_ == exploit_ + 4 * kProbeBatches) {
-    // After the first probe kept or not, 2 * 0 batches clamp up to kExploitBatches.
-    const bool kept = chosen_alone_ == (seconds_[1] < seconds_[0]);
-    chosen_alone_ = seconds_[1] < seconds_[0];
-    exploit_ = std::clamp(kept ? 2 * exploit_ : 0, kExploitBatches, kMostExploitBatches);
+    const bool alone_faster = seconds_[1] < seconds_[0];
+    // The first probe's exploit_ is 0: kept or not, it clamps up to kExploitBatches.
+    exploit_ = std::clamp(alone_faster == chosen_alone_ ? 2 * exploit_ : 0, kExploitBatches, kMostExploitBatches);
+    chosen_alone_ = alone_faster;
     position_ = 0, seconds_[0] = seconds_[1] = 0;
   }
   const int probe = position_++ - exploit_;  // [0, 4 kProbeBatches) while probing
