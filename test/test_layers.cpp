@@ -267,6 +267,67 @@ TEST_CASE("direct and im2col compute the same convolution and gradients") {
   }
 }
 
+TEST_CASE("the direct convolution pooling its own output: the bits of conv2d then maxpool2d") {
+  // Odd output heights and widths (the pool drops the last row or column), 'same' padding, every
+  // kind of filter block (41), with and without an activation, with and without dx.
+  for (auto [k, same, cin, filters, act] :
+       {std::tuple{3, false, 1, 32, Activation::relu}, std::tuple{3, true, 1, 41, Activation::relu},
+        std::tuple{2, false, 2, 9, Activation::none}, std::tuple{3, true, 3, 5, Activation::relu}}) {
+    const Shape in{9, 8, cin};
+    const int top = same ? (k - 1) / 2 : 0, n = 3;
+    const Shape out = same ? Shape{9, 8, filters} : Shape{9 - k + 1, 8 - k + 1, filters};
+    INFO("k " << k << " same " << same << " cin " << cin << " filters " << filters);
+    auto pool = from_spec("maxpool2d", out);
+    const Shape pooled = pool->output_shape();
+    auto fused = make_direct_conv(in, out, k, top, top, act);
+    REQUIRE(fused->fuse_pool());
+    for (bool with_dx : {true, false}) {
+      // Apart: the convolution, then the pool, then back through both.
+      auto apart = make_direct_conv(in, out, k, top, top, act);
+      const auto x = random_values(size_t(n * in.size()), 31), kernel = random_values(size_t(k * k * cin * filters), 32);
+      const auto bias = random_values(size_t(filters), 34), dpooled = random_values(size_t(n * pooled.size()), 35);
+      apart->reserve(n);
+      std::vector<float> y(size_t(n * out.size())), yp(size_t(n * pooled.size())), dy(y.size()), dp = dpooled;
+      std::vector<float> dkernel(kernel.size()), dbias(bias.size()), dx(with_dx ? x.size() : 0);
+      apart->forward(x.data(), kernel.data(), bias.data(), nullptr, y.data(), n);
+      pool->reserve(n);
+      pool->forward(y.data(), yp.data(), n, {});
+      pool->backward(y.data(), yp.data(), dp.data(), dy.data(), n);
+      apart->backward(x.data(), y.data(), dy.data(), kernel.data(), nullptr, dkernel.data(), dbias.data(),
+                      with_dx ? dx.data() : nullptr, n);
+      // Fused: gradients overwritten, not added to, so no NaN may stay.
+      fused->reserve(n);
+      std::vector<float> fy(yp.size()), fdp = dpooled, fdk(dkernel.size(), std::nanf("")), fdb(dbias.size(), std::nanf(""));
+      std::vector<float> fdx(dx.size(), std::nanf(""));
+      fused->forward(x.data(), kernel.data(), bias.data(), nullptr, fy.data(), n);
+      fused->backward(x.data(), fy.data(), fdp.data(), kernel.data(), nullptr, fdk.data(), fdb.data(),
+                      with_dx ? fdx.data() : nullptr, n);
+      CHECK(fy == yp);
+      CHECK(fdk == dkernel);
+      CHECK(fdb == dbias);
+      CHECK(fdx == dx);
+    }
+  }
+}
+
+TEST_CASE("a model fuses conv2d with the maxpool2d after it, to the bit") {
+  // A relu layer between them (the identity after conv2d's own relu) keeps them apart.
+  Model fused("conv2d(8,3,relu) maxpool2d flatten dense(classes)", 4);
+  Model apart("conv2d(8,3,relu) relu maxpool2d flatten dense(classes)", 4);
+  fused.init_params(7);
+  apart.params() = fused.params();
+  const int n = 3;
+  const auto x = random_values(size_t(n) * 784, 41, 0, 1);
+  const std::vector<int32_t> labels = {0, 3, 1};
+  for (Model* m : {&fused, &apart}) m->forward_backward(x.data(), labels.data(), n, {});
+  CHECK(fused.grads() == apart.grads());
+  const auto logits = [&](Model& m) {
+    const float* l = m.forward(x.data(), n, {});
+    return std::vector<float>(l, l + n * 4);
+  };
+  CHECK(logits(fused) == logits(apart));
+}
+
 TEST_CASE("conv2d gradients through the direct convolution: shallow inputs, valid and same padding") {
   REQUIRE(kDirectMaxDepth >= 9 * 3);
   check_gradients(*from_spec("conv2d(2,3,relu)", {5, 6, 1}), 2);

@@ -72,6 +72,10 @@ class Layer {
   // then skips that work.
   virtual void backward(const float* x, const float* y, float* dy, float* dx, int n) = 0;
   virtual int64_t forward_flops() const { return 0; }  // per sample, multiply-add = 2
+  // Whether this layer does `next`'s work too (Model calls it once, before reserve): then Model
+  // calls its forward with next's output buffer, its backward with next's output and gradient,
+  // and never next's. The layers stay two in the model's summary, names and Keras export.
+  virtual bool fuse_next(const Layer& /*next*/) { return false; }
   // Adds the entries of its Keras config that are its own (filters, kernel_size, activation,
   // ...) to `config`, which holds name, trainable and dtype: what Keras and TensorFlow.js
   // rebuild the layer from (keras.h).

@@ -41,7 +41,8 @@ class Model {
   int64_t num_params() const { return num_params_; }
   int64_t forward_flops() const;  // per sample
   // Floats a sample needs in reserve() and the layers' buffers, about: each layer's input and
-  // output, forward and backward.
+  // output, forward and backward (a fused pair's middle one too, though it is never stored: the
+  // shares' size, kShareBytes, was measured in these units).
   int64_t activation_floats() const;
 
   std::vector<float>& params() { return params_; }
@@ -76,12 +77,13 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> offsets_;
   size_t first_weighted_ = 0;  // the first layer with parameters (the last layer has some)
+  std::vector<bool> fused_;    // (layers) layer i does layer i + 1's work too (Layer::fuse_next)
   int64_t num_params_ = 0;
   std::vector<float> params_, grads_;
   std::vector<float> prepared_;  // every layer's prepared weights, one after the other
   std::vector<int64_t> prepared_offsets_;
   int batch_ = 0;
-  std::vector<std::vector<float>> acts_;  // output of each layer, (batch, out)
+  std::vector<std::vector<float>> acts_;  // output of each layer, (batch, out); none where fused_
   std::vector<float> grad_a_, grad_b_;    // ping-pong buffers for activation gradients
   std::vector<float> dlogits_;            // (batch, classes)
 };

@@ -28,6 +28,7 @@ class Conv2D : public Layer {
   void forward(const float* x, float* y, int n, const Context& ctx) override;
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
   int64_t forward_flops() const override;
+  bool fuse_next(const Layer& next) override { return &next.type() == find_layer_type("maxpool2d") && conv_->fuse_pool(); }
 
   void keras_config(nlohmann::ordered_json& config) const override {
     config["filters"] = filters_;

@@ -4,42 +4,21 @@
 // the row in registers. For shallow inputs: a first layer's 3x3 taps of one channel are patches
 // too short for a GEMM to pay, and im2col spent more there on its patch matrix, on packing it,
 // on clearing its output and on a pass of its own for the bias and ReLU than on the
-// multiplications (bench/RESULTS.md, thirty-fifth pass).
+// multiplications (bench/RESULTS.md, thirty-fifth pass). Followed by a 2x2 max pool, it pools
+// its output two rows at a time from a scratch in cache (fuse_pool): `cnn`'s first layer wrote
+// 4x the pooled output to memory, and read it back twice in backward (forty-seventh pass).
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
 #include "pitrain/conv.h"
+#include "pitrain/maxpool.h"
 #include "pitrain/vector_copies.h"
 
 namespace pitrain {
 namespace {
 
-// Eight floats: one AVX2 register, two SSE2 or NEON ones. GCC's and Clang's vector extension,
-// as the compiler's own vectoriser left these loops scalar.
-using Lanes = float __attribute__((vector_size(32)));
-
 // A block of filters is V values of L: Lanes, or float for the filters past the last eight.
-// They are read and written in place, unaligned: copied through memcpy, GCC moved them in halves
-// through the stack.
-template <class L>
-constexpr int kWidth = int(sizeof(L) / sizeof(float));
-template <class L>
-struct Unaligned {
-  using type = float;
-};
-template <>
-struct Unaligned<Lanes> {
-  using type = float __attribute__((vector_size(32), aligned(4), may_alias));
-};
-template <class L>
-inline const typename Unaligned<L>::type& at(const float* p) {
-  return *reinterpret_cast<const typename Unaligned<L>::type*>(p);
-}
-template <class L>
-inline typename Unaligned<L>::type& at(float* p) {
-  return *reinterpret_cast<typename Unaligned<L>::type*>(p);
-}
 template <class L, int V>
 inline void load(L (&v)[V], const float* p) {
   for (int l = 0; l < V; ++l) v[l] = at<L>(p + l * kWidth<L>);
@@ -108,97 +87,95 @@ inline __attribute__((always_inline)) void add_taps(L (&acc)[V], const float* x,
   }
 }
 
-// Filters [f0, f0 + V L) of y = act(conv(x) + bias). A pixel whose taps all fall inside the
-// image keeps its sums in registers; one on the padding (its sums in a lambda's reach) goes
-// kernel row by kernel row.
+// Filters [f0, f0 + V L) of output row (s, oh) of y = act(conv(x) + bias), y_row the row's
+// first pixel. A pixel whose taps all fall inside the image keeps its sums in registers; one on
+// the padding (its sums in a lambda's reach) goes kernel row by kernel row.
 template <class L, int V>
 inline __attribute__((always_inline)) void forward_block(const Geometry& g, const float* x, const float* kernel,
-                                                         const float* bias, bool relu, float* y, int n, int f0) {
+                                                         const float* bias, bool relu, float* y_row, int s, int oh,
+                                                         int f0) {
   const int F = g.out.c;
   auto finish = [&](L(&acc)[V], float* out) PITRAIN_INLINE_LAMBDA {
     if (relu)
       for (auto& a : acc) relu_of(a);
     store(out, acc);
   };
-  for (int s = 0; s < n; ++s)
-    for (int oh = 0; oh < g.out.h; ++oh)
-      for (int ow = 0; ow < g.out.w; ++ow) {
-        float* out = y + g.output_at(s, oh, ow) + f0;
-        if (g.inside(oh, ow)) {
-          L acc[V];
-          load(acc, bias + f0);
-          add_taps(acc, x + g.input_at(s, oh, ow, 0, 0), g.offset.data(), g.depth(), kernel + f0, F);
-          finish(acc, out);
-          continue;
-        }
-        L border[V];
-        load(border, bias + f0);
-        g.for_each_run(s, oh, ow, [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
-          add_taps(border, x + at, offsets, count, kernel + int64_t(t) * F + f0, F);
-        });
-        finish(border, out);
-      }
+  for (int ow = 0; ow < g.out.w; ++ow) {
+    float* out = y_row + int64_t(ow) * F + f0;
+    if (g.inside(oh, ow)) {
+      L acc[V];
+      load(acc, bias + f0);
+      add_taps(acc, x + g.input_at(s, oh, ow, 0, 0), g.offset.data(), g.depth(), kernel + f0, F);
+      finish(acc, out);
+      continue;
+    }
+    L border[V];
+    load(border, bias + f0);
+    g.for_each_run(s, oh, ow, [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
+      add_taps(border, x + at, offsets, count, kernel + int64_t(t) * F + f0, F);
+    });
+    finish(border, out);
+  }
 }
 
-// Filters [f0, f0 + V L): dy through the activation, in place, and dbias; dkernel (zeroed
-// before) and, unless null, dx (likewise) added to. Each output row's pixels whose taps all fall
-// inside the image add to a tap's kernel gradient in registers, the row's dy staying in cache.
+// Filters [f0, f0 + V L) of output row (s, oh), dy_row its gradient: through the activation (y_row
+// the row's output, read only with relu), in place; added to dbias, dkernel and, unless null, dx.
+// The row's pixels whose taps all fall inside the image add to a tap's kernel gradient in
+// registers, the row's dy staying in cache.
 template <class L, int V>
-inline __attribute__((always_inline)) void backward_block(const Geometry& g, const float* x, const float* y, float* dy,
-                                                          const float* kernel, bool relu, float* dkernel, float* dbias,
-                                                          float* dx, int n, int f0) {
+inline __attribute__((always_inline)) void backward_block(const Geometry& g, const float* x, const float* y_row,
+                                                          float* dy_row, const float* kernel, bool relu, float* dkernel,
+                                                          float* dbias, float* dx, int s, int oh, int f0) {
   const int F = g.out.c, C = g.in.c;
   // Output columns whose taps all fall inside the image, on rows that do.
   const int first = std::min(g.pad_left, g.out.w), last = std::max(first, std::min(g.out.w, g.in.w + g.pad_left - g.k + 1));
-  L db[V] = {};
-  for (int s = 0; s < n; ++s)
-    for (int oh = 0; oh < g.out.h; ++oh) {
-      const int64_t row = g.output_at(s, oh, 0) + f0;
-      for (int ow = 0; ow < g.out.w; ++ow) {
-        L d[V], out[V];
-        load(d, dy + row + int64_t(ow) * F);
-        if (relu) {
-          load(out, y + row + int64_t(ow) * F);
-          for (int l = 0; l < V; ++l) d[l] = out[l] > 0 ? d[l] : L{};
-          store(dy + row + int64_t(ow) * F, d);
-        }
-        for (int l = 0; l < V; ++l) db[l] += d[l];
-      }
-      const bool inner_row = g.row_begin(oh) == 0 && g.row_end(oh) == g.k;
-      for (int t = 0; inner_row && t < g.depth() && first < last; ++t) {
-        L acc[V] = {};
-        const float* in = x + g.input_at(s, oh, first, 0, 0) + g.offset[size_t(t)];
-        for (int ow = first; ow < last; ++ow, in += C) {
-          L d[V];
-          load(d, dy + row + int64_t(ow) * F);
-          for (int l = 0; l < V; ++l) acc[l] += *in * d[l];
-        }
-        add_to(dkernel + int64_t(t) * F + f0, acc);
-      }
-      for (int ow = 0; ow < g.out.w; ++ow) {
-        const bool inner = inner_row && ow >= first && ow < last;
-        if (inner && !dx) continue;
-        L d[V];
-        load(d, dy + row + int64_t(ow) * F);
-        g.for_each_run(s, oh, ow, [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
-          for (int u = 0; u < count; ++u) {
-            const int64_t tap = int64_t(t + u) * F + f0;
-            if (!inner) {
-              L dw[V];
-              for (int l = 0; l < V; ++l) dw[l] = x[at + offsets[u]] * d[l];
-              add_to(dkernel + tap, dw);
-            }
-            if (!dx) continue;
-            L w[V];
-            load(w, kernel + tap);
-            L dot = w[0] * d[0];
-            for (int l = 1; l < V; ++l) dot += w[l] * d[l];
-            for (int l = 0; l < kWidth<L>; ++l) dx[at + offsets[u]] += reinterpret_cast<const float*>(&dot)[l];
-          }
-        });
-      }
+  float* dy = dy_row + f0;
+  L db[V];
+  load(db, dbias + f0);
+  for (int ow = 0; ow < g.out.w; ++ow) {
+    L d[V], out[V];
+    load(d, dy + int64_t(ow) * F);
+    if (relu) {
+      load(out, y_row + f0 + int64_t(ow) * F);
+      for (int l = 0; l < V; ++l) d[l] = out[l] > 0 ? d[l] : L{};
+      store(dy + int64_t(ow) * F, d);
     }
+    for (int l = 0; l < V; ++l) db[l] += d[l];
+  }
   store(dbias + f0, db);
+  const bool inner_row = g.row_begin(oh) == 0 && g.row_end(oh) == g.k;
+  for (int t = 0; inner_row && t < g.depth() && first < last; ++t) {
+    L acc[V] = {};
+    const float* in = x + g.input_at(s, oh, first, 0, 0) + g.offset[size_t(t)];
+    for (int ow = first; ow < last; ++ow, in += C) {
+      L d[V];
+      load(d, dy + int64_t(ow) * F);
+      for (int l = 0; l < V; ++l) acc[l] += *in * d[l];
+    }
+    add_to(dkernel + int64_t(t) * F + f0, acc);
+  }
+  for (int ow = 0; ow < g.out.w; ++ow) {
+    const bool inner = inner_row && ow >= first && ow < last;
+    if (inner && !dx) continue;
+    L d[V];
+    load(d, dy + int64_t(ow) * F);
+    g.for_each_run(s, oh, ow, [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
+      for (int u = 0; u < count; ++u) {
+        const int64_t tap = int64_t(t + u) * F + f0;
+        if (!inner) {
+          L dw[V];
+          for (int l = 0; l < V; ++l) dw[l] = x[at + offsets[u]] * d[l];
+          add_to(dkernel + tap, dw);
+        }
+        if (!dx) continue;
+        L w[V];
+        load(w, kernel + tap);
+        L dot = w[0] * d[0];
+        for (int l = 1; l < V; ++l) dot += w[l] * d[l];
+        for (int l = 0; l < kWidth<L>; ++l) dx[at + offsets[u]] += reinterpret_cast<const float*>(&dot)[l];
+      }
+    });
+  }
 }
 
 // Calls block(L(), V, f0) for the blocks of F filters: 32 at a time (four vectors), then 8,
@@ -211,22 +188,81 @@ inline __attribute__((always_inline)) void for_each_block(int F, Block block) {
   for (; f0 < F; ++f0) block(0.0f, std::integral_constant<int, 1>(), f0);
 }
 
+// Output row (s, oh), every filter.
+inline __attribute__((always_inline)) void forward_row(const Geometry& g, const float* x, const float* kernel,
+                                                       const float* bias, bool relu, float* y_row, int s, int oh) {
+  for_each_block(g.out.c, [&](auto lane, auto vectors, int f0) PITRAIN_INLINE_LAMBDA {
+    forward_block<decltype(lane), vectors()>(g, x, kernel, bias, relu, y_row, s, oh, f0);
+  });
+}
+
+inline __attribute__((always_inline)) void backward_row(const Geometry& g, const float* x, const float* y_row,
+                                                        float* dy_row, const float* kernel, bool relu, float* dkernel,
+                                                        float* dbias, float* dx, int s, int oh) {
+  for_each_block(g.out.c, [&](auto lane, auto vectors, int f0) PITRAIN_INLINE_LAMBDA {
+    backward_block<decltype(lane), vectors()>(g, x, y_row, dy_row, kernel, relu, dkernel, dbias, dx, s, oh, f0);
+  });
+}
+
+// The gradients that backward adds to, cleared.
+void clear_gradients(const Geometry& g, float* dkernel, float* dbias, float* dx, int n) {
+  std::fill_n(dkernel, int64_t(g.depth()) * g.out.c, 0.0f);
+  std::fill_n(dbias, g.out.c, 0.0f);
+  if (dx) std::fill_n(dx, int64_t(n) * g.in.size(), 0.0f);
+}
+
 PITRAIN_VECTOR_COPIES
 void direct_forward(const Geometry& g, const float* x, const float* kernel, const float* bias, bool relu, float* y,
                     int n) {
-  for_each_block(g.out.c, [&](auto lane, auto vectors, int f0) PITRAIN_INLINE_LAMBDA {
-    forward_block<decltype(lane), vectors()>(g, x, kernel, bias, relu, y, n, f0);
-  });
+  for (int s = 0; s < n; ++s)
+    for (int oh = 0; oh < g.out.h; ++oh) forward_row(g, x, kernel, bias, relu, y + g.output_at(s, oh, 0), s, oh);
 }
 
 PITRAIN_VECTOR_COPIES
 void direct_backward(const Geometry& g, const float* x, const float* y, float* dy, const float* kernel, bool relu,
                      float* dkernel, float* dbias, float* dx, int n) {
-  std::fill_n(dkernel, int64_t(g.depth()) * g.out.c, 0.0f);
-  if (dx) std::fill_n(dx, int64_t(n) * g.in.size(), 0.0f);
-  for_each_block(g.out.c, [&](auto lane, auto vectors, int f0) PITRAIN_INLINE_LAMBDA {
-    backward_block<decltype(lane), vectors()>(g, x, y, dy, kernel, relu, dkernel, dbias, dx, n, f0);
-  });
+  clear_gradients(g, dkernel, dbias, dx, n);
+  for (int s = 0; s < n; ++s)
+    for (int oh = 0; oh < g.out.h; ++oh) {
+      const int64_t row = g.output_at(s, oh, 0);
+      backward_row(g, x, y + row, dy + row, kernel, relu, dkernel, dbias, dx, s, oh);
+    }
+}
+
+// With the 2x2 max pool: two output rows at a time go to `rows` (2, Wo, F), a scratch that stays
+// in cache, and are pooled from there into y (n, Ho/2, Wo/2, F); an odd last row is not made.
+PITRAIN_VECTOR_COPIES
+void direct_pool_forward(const Geometry& g, const float* x, const float* kernel, const float* bias, bool relu,
+                         float* rows, float* y, uint8_t* argmax, int n) {
+  const Shape two{2, g.out.w, g.out.c};
+  const int64_t pooled_row = int64_t(g.out.w / 2) * g.out.c;
+  for (int s = 0; s < n; ++s)
+    for (int ph = 0; ph < g.out.h / 2; ++ph) {
+      for (int r = 0; r < 2; ++r) forward_row(g, x, kernel, bias, relu, rows + r * two.w * two.c, s, 2 * ph + r);
+      const int64_t at = (int64_t(s) * (g.out.h / 2) + ph) * pooled_row;
+      maxpool_forward(rows, y + at, argmax + at, 1, two);
+    }
+}
+
+// dy (n, Ho/2, Wo/2, F) at the pooled y: through the activation there (the maximum is the pixel
+// that gets the gradient, so its mask is the pooled value's), in place, then to the two output
+// rows under each pooled row in `rows`, and back from them as direct_backward does. The same
+// bits as the convolution and the pool apart.
+PITRAIN_VECTOR_COPIES
+void direct_pool_backward(const Geometry& g, const float* x, const float* y, float* dy, const float* kernel, bool relu,
+                          float* rows, const uint8_t* argmax, float* dkernel, float* dbias, float* dx, int n) {
+  clear_gradients(g, dkernel, dbias, dx, n);
+  const Shape two{2, g.out.w, g.out.c};
+  const int64_t pooled_row = int64_t(g.out.w / 2) * g.out.c;
+  if (relu)
+    for (int64_t i = 0; i < int64_t(n) * (g.out.h / 2) * pooled_row; ++i) dy[i] = y[i] > 0 ? dy[i] : 0.0f;
+  for (int s = 0; s < n; ++s)
+    for (int ph = 0; ph < g.out.h / 2; ++ph) {
+      const int64_t at = (int64_t(s) * (g.out.h / 2) + ph) * pooled_row;
+      maxpool_backward(dy + at, argmax + at, rows, 1, two);
+      for (int r = 0; r < 2; ++r)
+        backward_row(g, x, nullptr, rows + r * two.w * two.c, kernel, false, dkernel, dbias, dx, s, 2 * ph + r);
+    }
 }
 
 class DirectConv : public ConvAlgorithm {
@@ -234,20 +270,33 @@ class DirectConv : public ConvAlgorithm {
   DirectConv(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act)
       : g_(in, out, k, pad_top, pad_left), relu_(act == Activation::relu) {}
 
-  void reserve(int) override {}
+  bool fuse_pool() override {
+    pool_ = true;
+    rows_.resize(size_t(2) * g_.out.w * g_.out.c);
+    return true;
+  }
+
+  void reserve(int batch) override {
+    if (pool_) argmax_.resize(size_t(batch) * (g_.out.h / 2) * (g_.out.w / 2) * g_.out.c);
+  }
 
   void forward(const float* x, const float* kernel, const float* bias, const float*, float* y, int n) override {
-    direct_forward(g_, x, kernel, bias, relu_, y, n);
+    if (pool_) direct_pool_forward(g_, x, kernel, bias, relu_, rows_.data(), y, argmax_.data(), n);
+    else direct_forward(g_, x, kernel, bias, relu_, y, n);
   }
 
   void backward(const float* x, const float* y, float* dy, const float* kernel, const float*, float* dkernel,
                 float* dbias, float* dx, int n) override {
-    direct_backward(g_, x, y, dy, kernel, relu_, dkernel, dbias, dx, n);
+    if (pool_) direct_pool_backward(g_, x, y, dy, kernel, relu_, rows_.data(), argmax_.data(), dkernel, dbias, dx, n);
+    else direct_backward(g_, x, y, dy, kernel, relu_, dkernel, dbias, dx, n);
   }
 
  private:
   Geometry g_;
   bool relu_;
+  bool pool_ = false;             // fuse_pool: forward pools, backward takes the pooled gradient
+  std::vector<float> rows_;       // (2, Wo, F): two output rows on their way to the pool
+  std::vector<uint8_t> argmax_;   // (n, Ho/2, Wo/2, F): which of each window's taps won
 };
 
 }  // namespace

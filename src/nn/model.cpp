@@ -14,6 +14,7 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
   if (classes < 2) throw UsageError("model: need at least 2 classes, got " + std::to_string(classes));
   layers_ = make_layers(name_or_spec, kInputShape, classes);
   for (auto& l : layers_) spec_ += (spec_.empty() ? "" : " ") + l->spec();
+  for (size_t i = 0; i < layers_.size(); ++i) fused_.push_back(i + 1 < layers_.size() && layers_[i]->fuse_next(*layers_[i + 1]));
   const Shape out = layers_.back()->output_shape();
   if (!(out == Shape{1, 1, classes}))
     throw UsageError("model spec: the last layer gives " + std::to_string(out.size()) + " outputs per image, expected " +
@@ -83,7 +84,9 @@ void Model::reserve(int batch) {
   size_t widest = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
     // Products in int64 (Shape::size), then size_t: the batch bound (fit's memory check) keeps them in range.
-    const size_t out = size_t(batch * layers_[i]->output_shape().size()), in = size_t(batch * layers_[i]->input_shape().size());
+    // A fused pair's middle tensor is never stored, nor its gradient.
+    const size_t out = fused_[i] ? 0 : size_t(batch * layers_[i]->output_shape().size());
+    const size_t in = i > 0 && fused_[i - 1] ? 0 : size_t(batch * layers_[i]->input_shape().size());
     acts_[i].assign(out, 0.0f);
     widest = std::max({widest, out, in});
     layers_[i]->reserve(batch);
@@ -97,8 +100,10 @@ const float* Model::forward(const float* x, int n, const Context& ctx) {
   if (n > batch_) reserve(n);
   const float* in = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->forward(in, acts_[i].data(), n, ctx);
-    in = acts_[i].data();
+    const size_t out = fused_[i] ? i + 1 : i;  // a fused pair writes its second layer's output
+    layers_[i]->forward(in, acts_[out].data(), n, ctx);
+    in = acts_[out].data();
+    i = out;
   }
   return in;
 }
@@ -106,8 +111,10 @@ const float* Model::forward(const float* x, int n, const Context& ctx) {
 void Model::backward(const float* x, float* dlogits, int n, const GradientsReady& ready) {
   float* dy = dlogits;
   for (size_t i = layers_.size(); i-- > first_weighted_;) {
+    const size_t out = i;
+    if (i > 0 && fused_[i - 1]) --i;  // a fused pair: its first layer does both
     float* dx = i == first_weighted_ ? nullptr : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
-    layers_[i]->backward(i == 0 ? x : acts_[i - 1].data(), acts_[i].data(), dy, dx, n);
+    layers_[i]->backward(i == 0 ? x : acts_[i - 1].data(), acts_[out].data(), dy, dx, n);
     if (ready && layers_[i]->num_params() > 0) ready(offsets_[i]);
     dy = dx;
   }
