@@ -383,7 +383,9 @@ TEST_CASE("dense gradients and forward") {
   check_gradients(*from_spec("dense(4,relu)", {1, 1, 5}), 3);
   auto d2 = from_spec("dense(2)", {1, 1, 2});
   std::vector<float> w = {1, 2, 3, 4, 10, 20}, dw(6);  // kernel (in=2, out=2), bias
-  d2->bind(w.data(), dw.data());
+  std::vector<float> prepared(size_t(d2->prepared_floats()));
+  d2->bind(w.data(), dw.data(), prepared.data());
+  d2->reserve(1);
   std::vector<float> x = {1, 1}, y(2);
   d2->forward(x.data(), y.data(), 1, {});
   CHECK(y == std::vector<float>{1 + 3 + 10, 2 + 4 + 20});

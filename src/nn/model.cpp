@@ -84,12 +84,13 @@ void Model::reserve(int batch) {
   size_t widest = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
     // Products in int64 (Shape::size), then size_t: the batch bound (fit's memory check) keeps them in range.
-    // A fused pair's middle tensor is never stored, nor its gradient.
+    // A fused pair's middle tensor is never stored, nor its gradient, and its second layer never runs.
+    const bool second = i > 0 && fused_[i - 1];
     const size_t out = fused_[i] ? 0 : size_t(batch * layers_[i]->output_shape().size());
-    const size_t in = i > 0 && fused_[i - 1] ? 0 : size_t(batch * layers_[i]->input_shape().size());
+    const size_t in = second ? 0 : size_t(batch * layers_[i]->input_shape().size());
     acts_[i].assign(out, 0.0f);
     widest = std::max({widest, out, in});
-    layers_[i]->reserve(batch);
+    if (!second) layers_[i]->reserve(batch);
   }
   dlogits_.assign(size_t(batch) * classes_, 0.0f);
   grad_a_.assign(widest, 0.0f);
