@@ -157,21 +157,22 @@ TEST_CASE("crowded cores: a batch's shares run on the calling thread alone while
     return alone;
   };
   const int exploit = CrowdedChoice::kExploitBatches, most = CrowdedChoice::kMostExploitBatches;
-  const int probe = 4 * CrowdedChoice::kProbeBatches;
-  REQUIRE(run(probe, true, 1, 2) == probe / 2);  // crowded: a probe first
-  REQUIRE(run(exploit, true, 1, 2) == exploit);  // alone was faster
-  REQUIRE(run(probe, true, 1, 2) == probe / 2);
+  // A probe: kProbeBatches alone, as many on all threads, as many alone again.
+  const int probe = 3 * CrowdedChoice::kProbeBatches, probe_alone = 2 * CrowdedChoice::kProbeBatches;
+  REQUIRE(run(probe, true, 1, 2) == probe_alone);  // crowded: a probe first
+  REQUIRE(run(exploit, true, 1, 2) == exploit);     // alone was faster (its batches' sum is not)
+  REQUIRE(run(probe, true, 1, 2) == probe_alone);
   REQUIRE(run(2 * exploit, true, 1, 2) == 2 * exploit);  // and still is: probed less often
-  REQUIRE(run(probe, true, 3, 2) == probe / 2);
+  REQUIRE(run(probe, true, 3, 2) == probe_alone);
   REQUIRE(run(exploit, true, 3, 2) == 0);  // now all threads are faster
-  REQUIRE(run(probe, true, 3, 2) == probe / 2);
+  REQUIRE(run(probe, true, 3, 2) == probe_alone);
   for (int batches = 2 * exploit; batches <= most; batches *= 2) {  // the choice holds, up to `most`
     REQUIRE(run(batches, true, 3, 2) == 0);
-    REQUIRE(run(probe, true, 3, 2) == probe / 2);
+    REQUIRE(run(probe, true, 3, 2) == probe_alone);
   }
   REQUIRE(run(most, true, 3, 2) == 0);
-  REQUIRE(run(probe, true, 3, 2) == probe / 2);
+  REQUIRE(run(probe, true, 3, 2) == probe_alone);
   REQUIRE(run(1, false, 3, 2) == 0);  // free cores: all threads, and the next crowding starts with a probe
-  REQUIRE(run(probe, true, 1, 2) == probe / 2);
+  REQUIRE(run(probe, true, 1, 2) == probe_alone);
   REQUIRE(run(exploit, true, 1, 2) == exploit);
 }

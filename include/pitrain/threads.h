@@ -77,9 +77,11 @@ class ThreadPool {
 // thread alone, chosen by timing both ways. Beside a busy process, a worker gains where it gets
 // a core of its own through its shares, and costs time where it takes turns with the calling
 // thread; which of the two happens moves with the OS's placement (bench/RESULTS.md, fortieth
-// pass). A probe runs kProbeBatches batches on all threads, twice as many alone, and
-// kProbeBatches on all threads again (drift cancels out), each batch timed from its start to the
-// next one's. The first probe starts as soon as the cores are found crowded. After a probe, the
+// pass). A probe runs kProbeBatches batches alone, as many on all threads, and as many alone
+// again (drift cancels out), each batch timed from its start to the next one's, and compares the
+// mean batch: where alone is faster, as it mostly is beside a process that never sleeps, the
+// probe's slow batches are half as many as with two stretches on all threads (forty-seventh
+// pass). The first probe starts as soon as the cores are found crowded. After a probe, the
 // batches run the way it chose until the next probe: kExploitBatches of them after the first
 // probe or one that changed the choice, twice as many as the last time after one that kept it,
 // up to kMostExploitBatches. So a placement that holds is probed less and less (forty-fifth
@@ -98,7 +100,7 @@ class CrowdedChoice {
   int position_ = 0;  // batches since the last probe ended or the cores were found crowded
   double last_start_ = 0;
   bool last_probed_ = false, last_alone_ = false, chosen_alone_ = false;
-  double seconds_[2] = {0, 0};  // the probe's batches on all threads, alone
+  double seconds_[2] = {0, 0};  // the probe's batches on all threads (kProbeBatches), alone (twice as many)
 };
 
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
