@@ -272,7 +272,8 @@ TEST_CASE("the direct convolution pooling its own output: the bits of conv2d the
   // kind of filter block (41), with and without an activation, with and without dx.
   for (auto [k, same, cin, filters, act] :
        {std::tuple{3, false, 1, 32, Activation::relu}, std::tuple{3, true, 1, 41, Activation::relu},
-        std::tuple{2, false, 2, 9, Activation::none}, std::tuple{3, true, 3, 5, Activation::relu}}) {
+        std::tuple{2, false, 2, 9, Activation::none}, std::tuple{2, false, 1, 8, Activation::relu},
+        std::tuple{3, true, 3, 5, Activation::relu}}) {
     const Shape in{9, 8, cin};
     const int top = same ? (k - 1) / 2 : 0, n = 3;
     const Shape out = same ? Shape{9, 8, filters} : Shape{9 - k + 1, 8 - k + 1, filters};
@@ -297,7 +298,8 @@ TEST_CASE("the direct convolution pooling its own output: the bits of conv2d the
                       with_dx ? dx.data() : nullptr, n);
       // Fused: gradients overwritten, not added to, so no NaN may stay.
       fused->reserve(n);
-      std::vector<float> fy(yp.size()), fdp = dpooled, fdk(dkernel.size(), std::nanf("")), fdb(dbias.size(), std::nanf(""));
+      std::vector<float> fy(yp.size(), std::nanf("")), fdp = dpooled, fdk(dkernel.size(), std::nanf(""));
+      std::vector<float> fdb(dbias.size(), std::nanf(""));
       std::vector<float> fdx(dx.size(), std::nanf(""));
       fused->forward(x.data(), kernel.data(), bias.data(), nullptr, fy.data(), n);
       fused->backward(x.data(), fy.data(), fdp.data(), kernel.data(), nullptr, fdk.data(), fdb.data(),
@@ -311,21 +313,30 @@ TEST_CASE("the direct convolution pooling its own output: the bits of conv2d the
 }
 
 TEST_CASE("a model fuses conv2d with the maxpool2d after it, to the bit") {
-  // A relu layer between them (the identity after conv2d's own relu) keeps them apart.
-  Model fused("conv2d(8,3,relu) maxpool2d flatten dense(classes)", 4);
-  Model apart("conv2d(8,3,relu) relu maxpool2d flatten dense(classes)", 4);
-  fused.init_params(7);
-  apart.params() = fused.params();
-  const int n = 3;
-  const auto x = random_values(size_t(n) * 784, 41, 0, 1);
-  const std::vector<int32_t> labels = {0, 3, 1};
-  for (Model* m : {&fused, &apart}) m->forward_backward(x.data(), labels.data(), n, {});
-  CHECK(fused.grads() == apart.grads());
-  const auto logits = [&](Model& m) {
-    const float* l = m.forward(x.data(), n, {});
-    return std::vector<float>(l, l + n * 4);
-  };
-  CHECK(logits(fused) == logits(apart));
+  // A relu layer between them (the identity after conv2d's own relu) keeps them apart. In the
+  // second pair of models the fused convolution is not the first layer, so it makes dx too.
+  const int n = 3, classes = 4;
+  for (auto [fused_spec, apart_spec, conv] :
+       {std::tuple{"conv2d(8,3,relu) maxpool2d flatten dense(classes)",
+                   "conv2d(8,3,relu) relu maxpool2d flatten dense(classes)", 0},
+        std::tuple{"conv2d(3,3,relu) conv2d(8,3,relu) maxpool2d flatten dense(classes)",
+                   "conv2d(3,3,relu) conv2d(8,3,relu) relu maxpool2d flatten dense(classes)", 1}}) {
+    INFO(fused_spec);
+    Model fused(fused_spec, classes), apart(apart_spec, classes);
+    REQUIRE(fused.fused(size_t(conv)));
+    for (size_t i = 0; i < apart.layers().size(); ++i) REQUIRE(!apart.fused(i));
+    fused.init_params(7);
+    apart.params() = fused.params();
+    const auto x = random_values(size_t(n) * 784, 41, 0, 1);
+    const std::vector<int32_t> labels = {0, 3, 1};
+    for (Model* m : {&fused, &apart}) m->forward_backward(x.data(), labels.data(), n, {});
+    CHECK(fused.grads() == apart.grads());
+    const auto logits = [&](Model& m) {
+      const float* l = m.forward(x.data(), n, {});
+      return std::vector<float>(l, l + n * classes);
+    };
+    CHECK(logits(fused) == logits(apart));
+  }
 }
 
 TEST_CASE("conv2d gradients through the direct convolution: shallow inputs, valid and same padding") {

@@ -158,9 +158,11 @@ TEST_CASE("crowded cores: a batch's shares run on the calling thread alone while
   };
   const int exploit = CrowdedChoice::kExploitBatches, most = CrowdedChoice::kMostExploitBatches;
   // A probe: kProbeBatches alone, as many on all threads, as many alone again.
-  const int probe = 3 * CrowdedChoice::kProbeBatches, probe_alone = 2 * CrowdedChoice::kProbeBatches;
-  REQUIRE(run(probe, true, 1, 2) == probe_alone);  // crowded: a probe first
-  REQUIRE(run(exploit, true, 1, 2) == exploit);     // alone was faster (its batches' sum is not)
+  const int stretch = CrowdedChoice::kProbeBatches, probe = 3 * stretch, probe_alone = 2 * stretch;
+  REQUIRE(run(stretch, true, 1.5, 2) == stretch);  // crowded: a probe first
+  REQUIRE(run(stretch, true, 1.5, 2) == 0);
+  REQUIRE(run(stretch, true, 1.5, 2) == stretch);
+  REQUIRE(run(exploit, true, 1, 2) == exploit);  // alone was faster by the mean batch (not by the sums)
   REQUIRE(run(probe, true, 1, 2) == probe_alone);
   REQUIRE(run(2 * exploit, true, 1, 2) == 2 * exploit);  // and still is: probed less often
   REQUIRE(run(probe, true, 3, 2) == probe_alone);

@@ -2,7 +2,7 @@
 // (k, k, Cin, F): three algorithms behind one interface, chosen per layer shape.
 //   direct    each output pixel's F sums over its k*k*Cin taps in registers, the bias and the
 //             activation added before it is written; backward in one pass over dy too; any k;
-//             pools its own output where a 2x2 max pool follows
+//             where a 2x2 max pool follows, pools its output from a scratch in cache
 //   im2col    patches (n*Ho*Wo, k*k*Cin) times the kernel: one GEMM a pass; any k
 //   Winograd  F(m x m, 3x3), m = 2 or 4: each m x m output tile from an (m+2) x (m+2) input tile
 //             in (m+2)^2 GEMMs of (tiles, Cin) x (Cin, F), 2.25x (m = 2) or 4x (m = 4) fewer
@@ -29,10 +29,10 @@ class ConvAlgorithm {
   // in place: dkernel and dbias (overwritten), and dx unless null. x and y: that forward's.
   virtual void backward(const float* x, const float* y, float* dy, const float* kernel, const float* prepared,
                         float* dkernel, float* dbias, float* dx, int n) = 0;
-  // Whether it takes over the 2x2 max pool (maxpool.h) that follows it, before reserve(): then
-  // forward's y is the pooled output (n, Ho/2, Wo/2, F), and backward's y and dy are that and its
-  // gradient. The direct convolution does, so that its output never leaves the cache: on `cnn`'s
-  // first layer that output is 4x the pooled one.
+  // Takes over the 2x2 max pool (maxpool.h) that follows it if it can, before reserve(), and
+  // returns whether it did: then forward's y is the pooled output (n, Ho/2, Wo/2, F), and
+  // backward's y and dy are that and its gradient. The direct convolution does, so that its
+  // output never leaves the cache: on `cnn`'s first layer that output is 4x the pooled one.
   virtual bool fuse_pool() { return false; }
 };
 

@@ -58,7 +58,7 @@ class Layer {
   virtual std::vector<ParamView> params() const { return {}; }  // offsets relative to the layer
   int64_t num_params() const;
   // Weights a layer derives from its parameters for forward and backward (Winograd's
-  // transformed kernel): prepared_floats() of them, made by forward into the `prepared` buffer
+  // transformed kernel, a narrow Dense's padded and transposed one): prepared_floats() of them, made by forward into the `prepared` buffer
   // of bind() unless its Context says they are made already.
   virtual int64_t prepared_floats() const { return 0; }
   void bind(float* params, float* grads, float* prepared = nullptr) { w_ = params, dw_ = grads, prepared_ = prepared; }
@@ -72,9 +72,10 @@ class Layer {
   // then skips that work.
   virtual void backward(const float* x, const float* y, float* dy, float* dx, int n) = 0;
   virtual int64_t forward_flops() const { return 0; }  // per sample, multiply-add = 2
-  // Whether this layer does `next`'s work too (Model calls it once, before reserve): then Model
-  // calls its forward with next's output buffer, its backward with next's output and gradient,
-  // and never next's. The layers stay two in the model's summary, names and Keras export.
+  // Takes over `next`'s work too if it can (Model calls it once, before reserve), and returns
+  // whether it did: then Model calls its forward with next's output buffer, its backward with
+  // next's output and gradient, and never next's. The layers stay two in the model's summary,
+  // names and Keras export.
   virtual bool fuse_next(const Layer& /*next*/) { return false; }
   // Adds the entries of its Keras config that are its own (filters, kernel_size, activation,
   // ...) to `config`, which holds name, trainable and dtype: what Keras and TensorFlow.js

@@ -1,7 +1,8 @@
 // Matrix products. Every GEMM in pitrain goes through gemm(): with -Dblas=openblas (the default)
 // Eigen's kernels built for AVX-512 or AVX2 on x86-64 CPUs that have them, else OpenBLAS'
 // cblas_sgemm (ARM, older x86-64); with -Dblas=eigen, Eigen's own kernels in the build's
-// instruction set. Winograd's small per-position products go through gemm_unpacked(), ours.
+// instruction set. Winograd's small per-position products and a narrow Dense's (few units) go
+// through gemm_unpacked(), ours.
 #pragma once
 #include <Eigen/Core>
 #include <cstdint>
@@ -24,7 +25,7 @@ void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, cons
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc);
 // C (m, n) = A (m, k) B (k, n) with nothing packed, for products too small for packing to pay
-// (Winograd's per-position matrices): A's element (i, p) at a[i * a_row + p * a_col], so A may
+// (Winograd's per-position matrices, a narrow Dense's): A's element (i, p) at a[i * a_row + p * a_col], so A may
 // be read transposed; B and C row-major with row strides ldb and ldc. In AVX-512 or AVX2 where
 // gemm() runs Eigen's kernels built for them, else in 4-float vectors (SSE2, NEON;
 // gemm_unpacked.h).

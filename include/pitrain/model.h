@@ -38,6 +38,7 @@ class Model {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   std::vector<std::string> layer_names() const;  // Keras' names: conv2d, conv2d_1, dense, ...
   int64_t param_offset(size_t layer) const { return offsets_[layer]; }
+  bool fused(size_t layer) const { return fused_[layer]; }  // does layer + 1's work too (Layer::fuse_next)
   int64_t num_params() const { return num_params_; }
   int64_t forward_flops() const;  // per sample
   // Floats a sample needs in reserve() and the layers' buffers, about: each layer's input and

@@ -85,7 +85,8 @@ class ThreadPool {
 // batches run the way it chose until the next probe: kExploitBatches of them after the first
 // probe or one that changed the choice, twice as many as the last time after one that kept it,
 // up to kMostExploitBatches. So a placement that holds is probed less and less (forty-fifth
-// pass: 80 of a 750-batch run's batches on all threads where alone was faster, not 272). While
+// pass: 80 of a 750-batch run's batches on all threads where alone was faster, not 272; with
+// one stretch on all threads a probe, 48). While
 // the shares run alone, the workers run nothing and the pool cannot see the cores free up: a
 // neighbour that leaves is noticed at the next probe. Free cores: all threads, and the next
 // crowding starts with a probe. Which thread runs a share never changes its result.
@@ -100,7 +101,7 @@ class CrowdedChoice {
   int position_ = 0;  // batches since the last probe ended or the cores were found crowded
   double last_start_ = 0;
   bool last_probed_ = false, last_alone_ = false, chosen_alone_ = false;
-  double seconds_[2] = {0, 0};  // the probe's batches on all threads (kProbeBatches), alone (twice as many)
+  double seconds_[2] = {0, 0};  // the probe's batches on all threads, alone (twice as many)
 };
 
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s

@@ -23,32 +23,3 @@
 // A lambda inside such a function is a function of its own, which GCC may compile in the
 // portable instruction set only: this keeps it inlined into each copy.
 #define PITRAIN_INLINE_LAMBDA __attribute__((always_inline))
-
-namespace pitrain {
-
-// Eight floats: one AVX2 register, two SSE2 or NEON ones. GCC's and Clang's vector extension,
-// for loops that the compiler's own vectoriser left scalar.
-using Lanes = float __attribute__((vector_size(32)));
-
-// at<L>(p): the L at p, L being Lanes or float, read and written in place, unaligned: copied
-// through memcpy, GCC moved Lanes in halves through the stack (store-forwarding stalls).
-template <class L>
-constexpr int kWidth = int(sizeof(L) / sizeof(float));
-template <class L>
-struct Unaligned {
-  using type = float;
-};
-template <>
-struct Unaligned<Lanes> {
-  using type = float __attribute__((vector_size(32), aligned(4), may_alias));
-};
-template <class L>
-inline const typename Unaligned<L>::type& at(const float* p) {
-  return *reinterpret_cast<const typename Unaligned<L>::type*>(p);
-}
-template <class L>
-inline typename Unaligned<L>::type& at(float* p) {
-  return *reinterpret_cast<typename Unaligned<L>::type*>(p);
-}
-
-}  // namespace pitrain

@@ -13,6 +13,7 @@
 
 #include "pitrain/conv.h"
 #include "pitrain/maxpool.h"
+#include "pitrain/lanes.h"
 #include "pitrain/vector_copies.h"
 
 namespace pitrain {
@@ -21,15 +22,15 @@ namespace {
 // A block of filters is V values of L: Lanes, or float for the filters past the last eight.
 template <class L, int V>
 inline void load(L (&v)[V], const float* p) {
-  for (int l = 0; l < V; ++l) v[l] = at<L>(p + l * kWidth<L>);
+  for (int l = 0; l < V; ++l) v[l] = lanes_at<L>(p + l * kWidth<L>);
 }
 template <class L, int V>
 inline void store(float* p, const L (&v)[V]) {
-  for (int l = 0; l < V; ++l) at<L>(p + l * kWidth<L>) = v[l];
+  for (int l = 0; l < V; ++l) lanes_at<L>(p + l * kWidth<L>) = v[l];
 }
 template <class L, int V>
 inline void add_to(float* p, const L (&v)[V]) {
-  for (int l = 0; l < V; ++l) at<L>(p + l * kWidth<L>) += v[l];
+  for (int l = 0; l < V; ++l) lanes_at<L>(p + l * kWidth<L>) += v[l];
 }
 // ReLU as add_bias has it: a NaN stays a NaN.
 inline void relu_of(float& a) { a = a < 0 ? 0.0f : a; }
@@ -83,7 +84,7 @@ inline __attribute__((always_inline)) void add_taps(L (&acc)[V], const float* x,
                                                     const float* w, int F) {
   for (int u = 0; u < count; ++u, w += F) {
     const float v = x[offsets[u]];
-    for (int l = 0; l < V; ++l) acc[l] += v * at<L>(w + l * kWidth<L>);
+    for (int l = 0; l < V; ++l) acc[l] += v * lanes_at<L>(w + l * kWidth<L>);
   }
 }
 
@@ -229,39 +230,44 @@ void direct_backward(const Geometry& g, const float* x, const float* y, float* d
     }
 }
 
-// With the 2x2 max pool: two output rows at a time go to `rows` (2, Wo, F), a scratch that stays
-// in cache, and are pooled from there into y (n, Ho/2, Wo/2, F); an odd last row is not made.
+// With the 2x2 max pool: the two output rows under each pooled row go to `rows` (2, Wo, F), a
+// scratch that stays in cache, and are pooled from there; pooled row (s, ph) of y and argmax
+// (n, Ho/2, Wo/2, F) starts at start(s, ph). An odd last output row is never made.
+struct PooledRows {
+  Shape two;        // the scratch's rows
+  int height;       // pooled rows an image, Ho/2
+  int64_t floats;   // a pooled row's, Wo/2 * F
+  explicit PooledRows(const Geometry& g) : two{2, g.out.w, g.out.c}, height(g.out.h / 2), floats(int64_t(g.out.w / 2) * g.out.c) {}
+  int64_t start(int s, int ph) const { return (int64_t(s) * height + ph) * floats; }
+};
+
 PITRAIN_VECTOR_COPIES
 void direct_pool_forward(const Geometry& g, const float* x, const float* kernel, const float* bias, bool relu,
                          float* rows, float* y, uint8_t* argmax, int n) {
-  const Shape two{2, g.out.w, g.out.c};
-  const int64_t pooled_row = int64_t(g.out.w / 2) * g.out.c;
+  const PooledRows p(g);
   for (int s = 0; s < n; ++s)
-    for (int ph = 0; ph < g.out.h / 2; ++ph) {
-      for (int r = 0; r < 2; ++r) forward_row(g, x, kernel, bias, relu, rows + r * two.w * two.c, s, 2 * ph + r);
-      const int64_t at = (int64_t(s) * (g.out.h / 2) + ph) * pooled_row;
-      maxpool_forward(rows, y + at, argmax + at, 1, two);
+    for (int ph = 0; ph < p.height; ++ph) {
+      for (int r = 0; r < 2; ++r) forward_row(g, x, kernel, bias, relu, rows + r * p.two.w * p.two.c, s, 2 * ph + r);
+      maxpool_forward(rows, y + p.start(s, ph), argmax + p.start(s, ph), 1, p.two);
     }
 }
 
 // dy (n, Ho/2, Wo/2, F) at the pooled y: through the activation there (the maximum is the pixel
 // that gets the gradient, so its mask is the pooled value's), in place, then to the two output
-// rows under each pooled row in `rows`, and back from them as direct_backward does. The same
-// bits as the convolution and the pool apart.
+// rows under each pooled row in `rows`, and back from them as direct_backward does, in the same
+// order: the same bits as the convolution and the pool apart.
 PITRAIN_VECTOR_COPIES
 void direct_pool_backward(const Geometry& g, const float* x, const float* y, float* dy, const float* kernel, bool relu,
                           float* rows, const uint8_t* argmax, float* dkernel, float* dbias, float* dx, int n) {
   clear_gradients(g, dkernel, dbias, dx, n);
-  const Shape two{2, g.out.w, g.out.c};
-  const int64_t pooled_row = int64_t(g.out.w / 2) * g.out.c;
+  const PooledRows p(g);
   if (relu)
-    for (int64_t i = 0; i < int64_t(n) * (g.out.h / 2) * pooled_row; ++i) dy[i] = y[i] > 0 ? dy[i] : 0.0f;
+    for (int64_t i = 0, pooled = p.start(n, 0); i < pooled; ++i) dy[i] = y[i] > 0 ? dy[i] : 0.0f;
   for (int s = 0; s < n; ++s)
-    for (int ph = 0; ph < g.out.h / 2; ++ph) {
-      const int64_t at = (int64_t(s) * (g.out.h / 2) + ph) * pooled_row;
-      maxpool_backward(dy + at, argmax + at, rows, 1, two);
+    for (int ph = 0; ph < p.height; ++ph) {
+      maxpool_backward(dy + p.start(s, ph), argmax + p.start(s, ph), rows, 1, p.two);
       for (int r = 0; r < 2; ++r)
-        backward_row(g, x, nullptr, rows + r * two.w * two.c, kernel, false, dkernel, dbias, dx, s, 2 * ph + r);
+        backward_row(g, x, nullptr, rows + r * p.two.w * p.two.c, kernel, false, dkernel, dbias, dx, s, 2 * ph + r);
     }
 }
 
@@ -271,30 +277,30 @@ class DirectConv : public ConvAlgorithm {
       : g_(in, out, k, pad_top, pad_left), relu_(act == Activation::relu) {}
 
   bool fuse_pool() override {
-    pool_ = true;
+    pools_ = true;
     rows_.resize(size_t(2) * g_.out.w * g_.out.c);
     return true;
   }
 
   void reserve(int batch) override {
-    if (pool_) argmax_.resize(size_t(batch) * (g_.out.h / 2) * (g_.out.w / 2) * g_.out.c);
+    if (pools_) argmax_.resize(size_t(batch) * (g_.out.h / 2) * (g_.out.w / 2) * g_.out.c);
   }
 
   void forward(const float* x, const float* kernel, const float* bias, const float*, float* y, int n) override {
-    if (pool_) direct_pool_forward(g_, x, kernel, bias, relu_, rows_.data(), y, argmax_.data(), n);
+    if (pools_) direct_pool_forward(g_, x, kernel, bias, relu_, rows_.data(), y, argmax_.data(), n);
     else direct_forward(g_, x, kernel, bias, relu_, y, n);
   }
 
   void backward(const float* x, const float* y, float* dy, const float* kernel, const float*, float* dkernel,
                 float* dbias, float* dx, int n) override {
-    if (pool_) direct_pool_backward(g_, x, y, dy, kernel, relu_, rows_.data(), argmax_.data(), dkernel, dbias, dx, n);
+    if (pools_) direct_pool_backward(g_, x, y, dy, kernel, relu_, rows_.data(), argmax_.data(), dkernel, dbias, dx, n);
     else direct_backward(g_, x, y, dy, kernel, relu_, dkernel, dbias, dx, n);
   }
 
  private:
   Geometry g_;
   bool relu_;
-  bool pool_ = false;             // fuse_pool: forward pools, backward takes the pooled gradient
+  bool pools_ = false;            // fuse_pool: forward pools, backward takes the pooled gradient
   std::vector<float> rows_;       // (2, Wo, F): two output rows on their way to the pool
   std::vector<uint8_t> argmax_;   // (n, Ho/2, Wo/2, F): which of each window's taps won
 };

@@ -33,15 +33,16 @@ class Dense : public Layer {
   }
 
   // A narrow layer (a classifier's last, of few units) runs its three products through
-  // gemm_unpacked on its kernel padded to kNarrow columns and on its kernel transposed, both made
-  // once a batch (prepared weights): Eigen's GEMM packs its operands every call, by `perf` 32 us
-  // of each 8-row share of a one-thread `cnn` step at 1600 x 15, 41 us at 2 rows (forty-seventh
-  // pass). The padding's columns are zeros, and are cut off.
+  // gemm_unpacked, y on its kernel padded to kNarrow columns with zeros, dW on dY padded likewise
+  // (the padding's columns cut off after), dx on its kernel transposed; the padded and the
+  // transposed kernel are made once a batch (prepared weights). Eigen's GEMM packs its operands
+  // every call: by `perf`, 32 us of each 8-row share of a one-thread `cnn` step at 1600 x 15,
+  // 41 us at 2 rows (bench/RESULTS.md, forty-seventh pass).
   int64_t prepared_floats() const override { return narrow() ? in_.size() * (kNarrow + units_) : 0; }
 
   void reserve(int batch) override {
     if (!narrow()) return;
-    rows_.resize(size_t(batch) * kNarrow);
+    padded_rows_.resize(size_t(batch) * kNarrow);
     dw_padded_.resize(size_t(in_.size()) * kNarrow);
   }
 
@@ -58,10 +59,11 @@ class Dense : public Layer {
     const int d = int(in_.size());
     pool_ = ctx.pool;
     parts_ = pool_ ? pool_->parts(d * int64_t(units_)) : 1;
-    if (narrow() && !ctx.prepared) prepare();
-    if (narrow() && parts_ == 1) {
-      gemm_unpacked(n, kNarrow, d, x, d, 1, padded(), kNarrow, rows_.data(), kNarrow);  // (n, kNarrow)
-      for (int i = 0; i < n; ++i) std::copy_n(&rows_[size_t(i) * kNarrow], units_, y + int64_t(i) * units_);
+    // A share (ThreadedModel) has no pool, so one part: its thread's first share prepares.
+    if (unpacked() && !ctx.prepared) prepare();
+    if (unpacked()) {
+      gemm_unpacked(n, kNarrow, d, x, d, 1, padded(), kNarrow, padded_rows_.data(), kNarrow);  // (n, kNarrow)
+      cut(padded_rows_.data(), n, y);
     } else if (parts_ == 1) {
       gemm(false, false, n, units_, d, x, w_, y);
     } else {
@@ -84,13 +86,10 @@ class Dense : public Layer {
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override {
     const int d = int(in_.size());
     bias_backward(y, dy, n, units_, dw_ + int64_t(d) * units_, act_);
-    if (narrow() && parts_ == 1) {
-      for (int i = 0; i < n; ++i) {  // dy padded with zeros to kNarrow columns, in rows_
-        float* row = &rows_[size_t(i) * kNarrow];
-        std::fill(std::copy_n(dy + int64_t(i) * units_, units_, row), row + kNarrow, 0.0f);
-      }
-      gemm_unpacked(d, kNarrow, n, x, 1, d, rows_.data(), kNarrow, dw_padded_.data(), kNarrow);  // x^T dY, (d, kNarrow)
-      for (int i = 0; i < d; ++i) std::copy_n(&dw_padded_[size_t(i) * kNarrow], units_, dw_ + int64_t(i) * units_);
+    if (unpacked()) {
+      pad(dy, n, padded_rows_.data());
+      gemm_unpacked(d, kNarrow, n, x, 1, d, padded_rows_.data(), kNarrow, dw_padded_.data(), kNarrow);  // x^T dY
+      cut(dw_padded_.data(), d, dw_);
       if (dx) gemm_unpacked(n, d, units_, dy, units_, 1, transposed(), d, dx, d);  // dY W^T
       return;
     }
@@ -109,13 +108,19 @@ class Dense : public Layer {
 
   static constexpr int kNarrow = 16;
   bool narrow() const { return units_ <= kNarrow; }
+  bool unpacked() const { return narrow() && parts_ == 1; }  // the last forward's way
   float* padded() const { return prepared_; }                                 // (in, kNarrow)
   float* transposed() const { return prepared_ + in_.size() * kNarrow; }   // (units, in)
+  // (rows, units) -> (rows, kNarrow), zeros after each row, and back.
+  void pad(const float* m, int64_t rows, float* out) const {
+    for (int64_t i = 0; i < rows; ++i) std::fill(std::copy_n(m + i * units_, units_, out + i * kNarrow), out + (i + 1) * kNarrow, 0.0f);
+  }
+  void cut(const float* m, int64_t rows, float* out) const {
+    for (int64_t i = 0; i < rows; ++i) std::copy_n(m + i * kNarrow, units_, out + i * units_);
+  }
   void prepare() {
-    const int64_t d = in_.size();
-    for (int64_t i = 0; i < d; ++i)
-      std::fill(std::copy_n(w_ + i * units_, units_, padded() + i * kNarrow), padded() + (i + 1) * kNarrow, 0.0f);
-    MatrixView(transposed(), units_, d) = ConstMatrixView(w_, d, units_).transpose();
+    pad(w_, in_.size(), padded());
+    MatrixView(transposed(), units_, in_.size()) = ConstMatrixView(w_, in_.size(), units_).transpose();
   }
 
   int rows_from(int part) const { return int(in_.size() * part / parts_); }  // the kernel's first row of a part
@@ -127,8 +132,8 @@ class Dense : public Layer {
   int parts_ = 1;
   std::vector<float> partials_;  // (parts_ - 1, n, units): the partial products of parts 1..
   std::vector<float> x_parts_;   // (n, in) as parts_ blocks: part p's columns of x, (n, its rows)
-  std::vector<float> rows_;      // narrow: (n, kNarrow), y before it is cut to units, then dY padded
-  std::vector<float> dw_padded_;  // narrow: (in, kNarrow), dW before it is cut to units
+  std::vector<float> padded_rows_;  // narrow: (n, kNarrow), y before it is cut to units, then dY padded
+  std::vector<float> dw_padded_;    // narrow: (in, kNarrow), dW before it is cut to units
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "pitrain/error.h"
 #include "pitrain/layer_registry.h"
 #include "pitrain/maxpool.h"
+#include "pitrain/lanes.h"
 #include "pitrain/vector_copies.h"
 
 namespace pitrain {
@@ -57,16 +58,16 @@ void maxpool_forward(const float* x, float* y, uint8_t* arg, int n, Shape in) {
         uint8_t* __restrict which = arg;
         int ch = 0;
         for (; ch + kWidth<Lanes> <= c; ch += kWidth<Lanes>) {  // as below, in selects, not branches
-          Lanes best = at<Lanes>(t0 + ch);
+          Lanes best = lanes_at<Lanes>(t0 + ch);
           LaneInts w = {};
           const float* taps[] = {t1, t2, t3};
           for (int k = 0; k < 3; ++k) {
-            const Lanes v = at<Lanes>(taps[k] + ch);
+            const Lanes v = lanes_at<Lanes>(taps[k] + ch);
             const LaneInts more = v > best;
             best = more ? v : best;
             w = more ? LaneInts{} + (k + 1) : w;
           }
-          at<Lanes>(out + ch) = best;
+          lanes_at<Lanes>(out + ch) = best;
           const LaneBytes won = __builtin_convertvector(w, LaneBytes);
           std::memcpy(which + ch, &won, sizeof won);
         }

@@ -62,16 +62,18 @@ bool CrowdedChoice::alone(bool crowded, double now) {
     *this = CrowdedChoice();
     return false;
   }
-  if (position_ == exploit_ + 3 * kProbeBatches) {
-    const bool alone_faster = seconds_[1] < 2 * seconds_[0];  // twice as many batches alone
+  // A probe's three stretches of kProbeBatches: alone, on all threads, alone.
+  constexpr int stretches = 3, all_threads = 1;
+  if (position_ == exploit_ + stretches * kProbeBatches) {
+    const bool alone_faster = seconds_[1] / (stretches - 1) < seconds_[0];  // the mean batch
     // The first probe's exploit_ is 0: kept or not, it clamps up to kExploitBatches.
     exploit_ = std::clamp(alone_faster == chosen_alone_ ? 2 * exploit_ : 0, kExploitBatches, kMostExploitBatches);
     chosen_alone_ = alone_faster;
     position_ = 0, seconds_[0] = seconds_[1] = 0;
   }
-  const int probe = position_++ - exploit_;  // [0, 3 kProbeBatches) while probing
+  const int probe = position_++ - exploit_;  // [0, stretches kProbeBatches) while probing
   last_probed_ = probe >= 0;
-  last_alone_ = last_probed_ ? probe / kProbeBatches != 1 : chosen_alone_;
+  last_alone_ = last_probed_ ? probe / kProbeBatches != all_threads : chosen_alone_;
   return last_alone_;
 }
 
