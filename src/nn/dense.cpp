@@ -37,7 +37,9 @@ class Dense : public Layer {
   // (the padding's columns cut off after), dx on its kernel transposed; the padded and the
   // transposed kernel are made once a batch (prepared weights). Eigen's GEMM packs its operands
   // every call: by `perf`, 32 us of each 8-row share of a one-thread `cnn` step at 1600 x 15,
-  // 41 us at 2 rows (bench/RESULTS.md, forty-seventh pass).
+  // 41 us at 2 rows (bench/RESULTS.md, forty-seventh pass). Only on a share of a batch (no
+  // pool), whose thread's later shares reuse them: a whole batch on the pool (`mlp` at batch 8)
+  // keeps Eigen's GEMM, where making them cost more than they saved (3 % of the step).
   int64_t prepared_floats() const override { return narrow() ? in_.size() * (kNarrow + units_) : 0; }
 
   void reserve(int batch) override {
@@ -59,7 +61,6 @@ class Dense : public Layer {
     const int d = int(in_.size());
     pool_ = ctx.pool;
     parts_ = pool_ ? pool_->parts(d * int64_t(units_)) : 1;
-    // A share (ThreadedModel) has no pool, so one part: its thread's first share prepares.
     if (unpacked() && !ctx.prepared) prepare();
     if (unpacked()) {
       gemm_unpacked(n, kNarrow, d, x, d, 1, padded(), kNarrow, padded_rows_.data(), kNarrow);  // (n, kNarrow)
@@ -108,7 +109,7 @@ class Dense : public Layer {
 
   static constexpr int kNarrow = 16;
   bool narrow() const { return units_ <= kNarrow; }
-  bool unpacked() const { return narrow() && parts_ == 1; }  // the last forward's way
+  bool unpacked() const { return narrow() && !pool_; }  // the last forward's way
   float* padded() const { return prepared_; }                                 // (in, kNarrow)
   float* transposed() const { return prepared_ + in_.size() * kNarrow; }   // (units, in)
   // (rows, units) -> (rows, kNarrow), zeros after each row, and back.
