@@ -77,6 +77,10 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   CHECK(c.loss_sum == Approx(a.loss_sum).epsilon(1e-6));
   CHECK(c.correct == a.correct);
   CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);  // a wrong share or mask is off by ~1e-2
+  // New weights, set outside any optimizer step: the workers compute with them too.
+  one.init_params(2), three.init_params(2);
+  t1.forward_backward(b.x, b.y, n, ctx), t3.forward_backward(b.x, b.y, n, ctx);
+  CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);
   // Afterwards one row (one share, on the model itself) writes the model's own gradients again,
   // not the buffer of the last share that thread 0 computed.
   t1.forward_backward(b.x, b.y, 1, ctx), t3.forward_backward(b.x, b.y, 1, ctx);

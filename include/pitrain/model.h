@@ -28,10 +28,11 @@ class Model {
   Model(const std::string& name_or_spec, int classes);
   Model(Model&&) = default;
   Model& operator=(Model&&) = default;
-  // A model that computes with `owner`'s parameters and has scratch and prepared weights of its
-  // own, but no parameters or gradients (params() and grads() are empty): one thread's scratch,
-  // whose gradients go where bind_grads() points them (a share's buffer).
-  static Model sharing_params(Model& owner);
+  // A model with `owner`'s layers that computes with the num_params() floats at `params` (a copy
+  // of owner's parameters) and has scratch and prepared weights of its own, but no parameters or
+  // gradients (params() and grads() are empty): one thread's scratch, whose gradients go where
+  // bind_grads() points them (a share's buffer).
+  static Model reading_params(const Model& owner, float* params);
 
   const std::string& spec() const { return spec_; }  // canonical layer list
   int classes() const { return classes_; }

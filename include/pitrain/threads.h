@@ -107,7 +107,8 @@ class CrowdedChoice {
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
 // being rows [s n / S, (s + 1) n / S), each computed into its own gradient buffer (share 0's is
 // the model's) on the scratch of the thread that takes it (thread 0's is the model itself),
-// reading the model's parameters and prepared weights of its own, which the thread's first share
+// reading the model's parameters (the workers: a copy of them that the calling thread writes at
+// the start of each batch, see workers_params_) and prepared weights of its own, which the thread's first share
 // of the batch makes (made once by parts on all threads, they were a job of their own, and each
 // thread wrote lines that the other's cache held: 65 us a thread on 2 threads against 75 us on
 // one); the threads take shares as they come free, and the shares' gradients are summed in share
@@ -134,6 +135,11 @@ class ThreadedModel {
   using ShareLogits = std::function<void(int s, const float* logits, int first, int rows)>;
   void forward(const float* x, int n, const ShareLogits& share);
   int shares(int n) const;  // how many shares a batch of n rows is cut into
+  // Where to update the weights after a batch of n rows (Optimizer::step): on the calling thread
+  // alone (nullptr) where the batch was cut into shares, so that the weights' cache lines stay
+  // in its core (workers_params_); else by ranges on the pool, as a batch that is not cut splits
+  // Dense's kernel rows across the threads likewise.
+  ThreadPool* update_pool(int n) { return shares(n) > 1 ? nullptr : &pool_; }
 
  private:
   Model& model_;
@@ -146,6 +152,12 @@ class ThreadedModel {
   void for_each_share(int n, const Share& share);
   void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares
   std::vector<Model> copies_;     // threads 1..: the model's layers with their own scratch
+  // What threads 1.. read as the model's parameters: a copy that the calling thread writes before
+  // each batch's shares start. Where the workers read the model's own, the calling thread's
+  // next update had to take each line back from their cores; on a VM whose two vCPUs were at
+  // times far apart that made updating the weights 3.5x slower, and two threads 1.6x one
+  // instead of 1.9x (bench/RESULTS.md, forty-eighth pass).
+  std::vector<float> workers_params_;
   std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
   std::vector<LossStats> stats_;  // of each share of the last batch
   uint64_t batches_ = 0;          // batches so far

@@ -37,11 +37,11 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
     layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i], prepared_.data() + prepared_offsets_[i]);
 }
 
-Model Model::sharing_params(Model& owner) {
+Model Model::reading_params(const Model& owner, float* params) {
   Model m(owner.spec_, owner.classes_);
   m.params_ = {}, m.grads_ = {};
   for (size_t i = 0; i < m.layers_.size(); ++i)
-    m.layers_[i]->bind(owner.params_.data() + m.offsets_[i], nullptr, m.prepared_.data() + m.prepared_offsets_[i]);
+    m.layers_[i]->bind(params + m.offsets_[i], nullptr, m.prepared_.data() + m.prepared_offsets_[i]);
   return m;
 }
 

@@ -1,5 +1,9 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#if defined(__SSE__)
+#include <immintrin.h>
+#endif
 
 #include "pitrain/clock.h"
 #include "pitrain/image_files.h"
@@ -7,6 +11,23 @@
 #include "pitrain/threads.h"
 
 namespace pitrain {
+namespace {
+
+// dst = src (n floats), by x86's streaming stores where the build has them: they write whole
+// lines to memory without first taking them back from the cores that read the last copy.
+void copy_streaming(const float* src, float* dst, int64_t n) {
+#if defined(__SSE__)
+  int64_t i = 0;
+  for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % 16 != 0; ++i) dst[i] = src[i];
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+  _mm_sfence();  // streaming stores are weakly ordered: done before the workers are started
+#else
+  std::copy(src, src + n, dst);
+#endif
+}
+
+}  // namespace
 
 // Each thread's GEMMs run on that thread alone: OpenBLAS' own workers would compete with ours.
 ThreadedModel::ThreadedModel(Model& model, ThreadPool& pool)
@@ -33,8 +54,10 @@ void ThreadedModel::reserve(int batch) {
 }
 
 void ThreadedModel::add_scratch(int count) {
-  if (count > 1)
-    while (int(copies_.size()) + 1 < pool_.size()) copies_.push_back(Model::sharing_params(model_));
+  if (count > 1 && pool_.size() > 1 && copies_.empty()) {
+    workers_params_.resize(model_.params().size());
+    while (int(copies_.size()) + 1 < pool_.size()) copies_.push_back(Model::reading_params(model_, workers_params_.data()));
+  }
   while (int(share_grads_.size()) + 1 < count) share_grads_.emplace_back(size_t(model_.num_params()));
   if (int(stats_.size()) < count) stats_.resize(size_t(count));
 }
@@ -49,10 +72,12 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
     prepared_batch_[size_t(t)] = batches_;
     share(of_thread(t), s, first(s), first(s + 1) - first(s), prepared);
   };
-  if (choice_.alone(pool_.crowded(), seconds_now()))
+  if (choice_.alone(pool_.crowded(), seconds_now())) {
     for (int s = 0; s < count; ++s) job(s, 0);
-  else
+  } else {
+    if (count > 1 && pool_.size() > 1) copy_streaming(model_.params().data(), workers_params_.data(), model_.num_params());
     pool_.run_on_threads(count, job);
+  }
 }
 
 bool CrowdedChoice::alone(bool crowded, double now) {

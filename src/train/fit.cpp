@@ -193,9 +193,7 @@ StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& syn
   StepResult r;
   r.stats = threaded.forward_backward(x, y, n, ctx, [&](int64_t lo) { sync.gradients_ready(grads, lo, step); });
   r.grads_shared = sync.reduce_gradients(grads, step, opt);
-  // Across the threads, by ranges of the parameters: where the batch was not split, Dense split
-  // its kernel's rows likewise, so that the ranges are in the caches of the cores that update them.
-  r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, &threaded.pool());
+  r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, threaded.update_pool(n));
   sync.after_update(model.params().data(), step);
   return r;
 }
