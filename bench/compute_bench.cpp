@@ -38,7 +38,7 @@ void bench_model(const std::string& spec, int classes, int batch, int threads, i
   for (int i = 0; i < batch; ++i) y[size_t(i)] = i % classes;
   auto step = [&](int s) {
     threaded.forward_backward(x.data(), y.data(), batch, Context{true, uint64_t(s)});
-    adam.step(model.params().data(), model.grads().data(), model.num_params(), 1e-3f, &pool);
+    adam.step(model.params().data(), model.grads().data(), model.num_params(), 1e-3f, threaded.pool_for_update(batch));
   };
   for (int s = 0; s < 5; ++s) step(s);  // warm-up: caches, page faults, thread pools
   const double t0 = seconds_now();

@@ -77,10 +77,13 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   CHECK(c.loss_sum == Approx(a.loss_sum).epsilon(1e-6));
   CHECK(c.correct == a.correct);
   CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);  // a wrong share or mask is off by ~1e-2
-  // New weights, set outside any optimizer step: the workers compute with them too.
-  one.init_params(2), three.init_params(2);
-  t1.forward_backward(b.x, b.y, n, ctx), t3.forward_backward(b.x, b.y, n, ctx);
-  CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);
+  // New weights, set outside any optimizer step: the workers compute with them too (several
+  // times, as a batch whose shares all ran on the calling thread would not tell).
+  for (uint64_t seed = 2; seed < 6; ++seed) {
+    one.init_params(seed), three.init_params(seed);
+    t3.forward_backward(b.x, b.y, n, ctx), t1.forward_backward(b.x, b.y, n, ctx);
+    CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);
+  }
   // Afterwards one row (one share, on the model itself) writes the model's own gradients again,
   // not the buffer of the last share that thread 0 computed.
   t1.forward_backward(b.x, b.y, 1, ctx), t3.forward_backward(b.x, b.y, 1, ctx);
@@ -145,6 +148,11 @@ TEST_CASE("evaluation with threads counts every image once") {
   CHECK(b.count == 530);
   CHECK(b.confusion == a.confusion);
   CHECK(b.loss == Approx(a.loss).epsilon(1e-9));
+  model.init_params(3);  // new weights: the threads' copy of them follows
+  const Evaluation c = evaluate(t1, data, comm), d = evaluate(t2, data, comm);
+  CHECK(d.confusion == c.confusion);
+  CHECK(d.loss == Approx(c.loss).epsilon(1e-9));
+  CHECK(c.loss != Approx(a.loss).epsilon(1e-6));  // the new weights do change the loss
 }
 
 TEST_CASE("crowded cores: a batch's shares run on the calling thread alone while timing says that is faster") {

@@ -107,12 +107,12 @@ class CrowdedChoice {
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
 // being rows [s n / S, (s + 1) n / S), each computed into its own gradient buffer (share 0's is
 // the model's) on the scratch of the thread that takes it (thread 0's is the model itself),
-// reading the model's parameters (the workers: a copy of them that the calling thread writes at
-// the start of each batch, see workers_params_) and prepared weights of its own, which the thread's first share
-// of the batch makes (made once by parts on all threads, they were a job of their own, and each
-// thread wrote lines that the other's cache held: 65 us a thread on 2 threads against 75 us on
-// one); the threads take shares as they come free, and the shares' gradients are summed in share
-// order: the result depends on S, never on which thread ran what. S is twice
+// reading the model's parameters (the workers: a copy of them) and prepared weights of its
+// own, which the thread's first share of the batch makes (made once by parts on all threads,
+// they were a job of their own, and each thread wrote lines that the other's cache held: 65 us
+// a thread on 2 threads against 75 us on one); the threads take shares as they come free, and
+// the shares' gradients are summed in share order: the result depends on S, never on which
+// thread ran what. S is twice
 // the threads (a thread that the OS holds back leaves its second share to another), or more
 // where a share's activations would pass kShareBytes: shares that stay in cache pay even on one
 // thread, as each thread's scratch is reused share after share. A share costs work per
@@ -135,11 +135,12 @@ class ThreadedModel {
   using ShareLogits = std::function<void(int s, const float* logits, int first, int rows)>;
   void forward(const float* x, int n, const ShareLogits& share);
   int shares(int n) const;  // how many shares a batch of n rows is cut into
-  // Where to update the weights after a batch of n rows (Optimizer::step): on the calling thread
-  // alone (nullptr) where the batch was cut into shares, so that the weights' cache lines stay
-  // in its core (workers_params_); else by ranges on the pool, as a batch that is not cut splits
-  // Dense's kernel rows across the threads likewise.
-  ThreadPool* update_pool(int n) { return shares(n) > 1 ? nullptr : &pool_; }
+  // The pool to update the weights on after a batch of n rows (Optimizer::step): none (the
+  // calling thread alone) where the batch was cut into shares, as the workers read a copy of
+  // the weights and only the calling thread reads the weights themselves; else the pool, by
+  // ranges, as a batch that is not cut splits Dense's kernel rows across the threads likewise,
+  // so that each range is in the cache of the core that updates it.
+  ThreadPool* pool_for_update(int n) const { return shares(n) > 1 ? nullptr : &pool_; }
 
  private:
   Model& model_;
@@ -152,11 +153,13 @@ class ThreadedModel {
   void for_each_share(int n, const Share& share);
   void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares
   std::vector<Model> copies_;     // threads 1..: the model's layers with their own scratch
-  // What threads 1.. read as the model's parameters: a copy that the calling thread writes before
-  // each batch's shares start. Where the workers read the model's own, the calling thread's
-  // next update had to take each line back from their cores; on a VM whose two vCPUs were at
-  // times far apart that made updating the weights 3.5x slower, and two threads 1.6x one
-  // instead of 1.9x (bench/RESULTS.md, forty-eighth pass).
+  // What threads 1.. read as the model's parameters: a copy that the calling thread writes
+  // before each batch that runs on them, so that it alone reads the weights and can update them
+  // (pool_for_update) without taking their lines back from the workers' cores. Where both
+  // threads read the weights and updated half each, on a VM whose two vCPUs were at times far
+  // apart, the update took 3.5x as long, its largest cost in those minutes; with the copy, two
+  // threads made 20,959 images/s against 19,092 in such minutes (`cnn`, batch 32;
+  // bench/results/threads_fortyeighth.md).
   std::vector<float> workers_params_;
   std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
   std::vector<LossStats> stats_;  // of each share of the last batch

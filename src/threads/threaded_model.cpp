@@ -14,7 +14,8 @@ namespace pitrain {
 namespace {
 
 // dst = src (n floats), by x86's streaming stores where the build has them: they write whole
-// lines to memory without first taking them back from the cores that read the last copy.
+// lines to memory without first taking them back from the cores that read the last copy (kept
+// by the one trial in slow minutes; in fast ones std::copy was as fast).
 void copy_streaming(const float* src, float* dst, int64_t n) {
 #if defined(__SSE__)
   int64_t i = 0;
@@ -55,7 +56,7 @@ void ThreadedModel::reserve(int batch) {
 
 void ThreadedModel::add_scratch(int count) {
   if (count > 1 && pool_.size() > 1 && copies_.empty()) {
-    workers_params_.resize(model_.params().size());
+    workers_params_.resize(size_t(model_.num_params()));
     while (int(copies_.size()) + 1 < pool_.size()) copies_.push_back(Model::reading_params(model_, workers_params_.data()));
   }
   while (int(share_grads_.size()) + 1 < count) share_grads_.emplace_back(size_t(model_.num_params()));
@@ -75,7 +76,7 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   if (choice_.alone(pool_.crowded(), seconds_now())) {
     for (int s = 0; s < count; ++s) job(s, 0);
   } else {
-    if (count > 1 && pool_.size() > 1) copy_streaming(model_.params().data(), workers_params_.data(), model_.num_params());
+    if (count > 1 && !copies_.empty()) copy_streaming(model_.params().data(), workers_params_.data(), model_.num_params());
     pool_.run_on_threads(count, job);
   }
 }

@@ -157,7 +157,7 @@ double time_step(ThreadedModel& threaded, const Split& train, const TrainOptions
   auto opt = make_optimizer(o.optimizer, model.num_params(), o.momentum);
   auto step = [&] {
     threaded.forward_backward(b.x, b.y, b.n, Context{true, 0});
-    opt->step(params.data(), model.grads().data(), model.num_params(), o.lr, nullptr);
+    opt->step(params.data(), model.grads().data(), model.num_params(), o.lr, threaded.pool_for_update(b.n));
   };
   step();
   std::vector<double> windows;
@@ -193,7 +193,7 @@ StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& syn
   StepResult r;
   r.stats = threaded.forward_backward(x, y, n, ctx, [&](int64_t lo) { sync.gradients_ready(grads, lo, step); });
   r.grads_shared = sync.reduce_gradients(grads, step, opt);
-  r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, threaded.update_pool(n));
+  r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, threaded.pool_for_update(n));
   sync.after_update(model.params().data(), step);
   return r;
 }
