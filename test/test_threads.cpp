@@ -72,6 +72,7 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   ThreadedModel t1(one, pool1), t3(three, pool3);
   t1.reserve(n), t3.reserve(n);
   REQUIRE(t3.shares(n) == 6);  // twice the threads: shares of 2 and 3 rows
+  REQUIRE(t3.workers_copy_weights(n));
   const Context ctx{true, 99};
   const LossStats a = t1.forward_backward(b.x, b.y, n, ctx), c = t3.forward_backward(b.x, b.y, n, ctx);
   CHECK(c.loss_sum == Approx(a.loss_sum).epsilon(1e-6));
@@ -94,6 +95,29 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   ThreadedModel mlp3(mlp, pool3);
   CHECK(mlp3.shares(32) == 1);
   CHECK(mlp3.shares(1024) == 6);
+}
+
+TEST_CASE("the workers read a copy of the weights where a batch brings enough work, else the weights, and switch") {
+  const int classes = 3;
+  const Split data = test::synthetic_split(1024, classes, 5);
+  BatchLoader loader(data, 1024);
+  loader.reset_in_order();
+  const Batch b = loader.next();
+  Model one("mlp", classes), three("mlp", classes);
+  ThreadPool pool1(1), pool3(3);
+  ThreadedModel t1(one, pool1), t3(three, pool3);
+  t1.reserve(1024), t3.reserve(1024);
+  REQUIRE(t3.shares(128) > 1);  // mlp: few FLOPs a weight, cut into shares but no copy at 128 rows
+  REQUIRE_FALSE(t3.workers_copy_weights(128));
+  REQUIRE(t3.workers_copy_weights(1024));
+  const Context ctx{true, 7};
+  uint64_t seed = 10;
+  for (int n : {128, 1024, 128, 1024}) {
+    one.init_params(seed), three.init_params(seed++);
+    t3.forward_backward(b.x, b.y, n, ctx), t1.forward_backward(b.x, b.y, n, ctx);
+    CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);
+    CHECK(t3.pool_for_update(n) == (n == 1024 ? nullptr : &t3.pool()));
+  }
 }
 
 TEST_CASE("training with threads: bitwise repeatable for a thread count, equal to rounding across counts") {

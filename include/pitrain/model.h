@@ -33,6 +33,7 @@ class Model {
   // gradients (params() and grads() are empty): one thread's scratch, whose gradients go where
   // bind_grads() points them (a share's buffer).
   static Model reading_params(const Model& owner, float* params);
+  void read_params(float* params);  // such a model's layers read the parameters at `params` now
 
   const std::string& spec() const { return spec_; }  // canonical layer list
   int classes() const { return classes_; }

@@ -135,12 +135,16 @@ class ThreadedModel {
   using ShareLogits = std::function<void(int s, const float* logits, int first, int rows)>;
   void forward(const float* x, int n, const ShareLogits& share);
   int shares(int n) const;  // how many shares a batch of n rows is cut into
+  // Whether the workers compute a batch of n rows from a copy of the weights (workers_params_):
+  // where it is cut into shares that bring at least kMinFlopsPerParamToCopy training FLOPs a
+  // weight, so that copying and updating every weight on one thread is a small part of a step.
+  bool workers_copy_weights(int n) const;
   // The pool to update the weights on after a batch of n rows (Optimizer::step): none (the
-  // calling thread alone) where the batch was cut into shares, as the workers read a copy of
-  // the weights and only the calling thread reads the weights themselves; else the pool, by
-  // ranges, as a batch that is not cut splits Dense's kernel rows across the threads likewise,
-  // so that each range is in the cache of the core that updates it.
-  ThreadPool* pool_for_update(int n) const { return shares(n) > 1 ? nullptr : &pool_; }
+  // calling thread alone) where the workers read a copy of the weights, as only the calling
+  // thread reads the weights themselves; else the pool, by ranges (a batch that is not cut
+  // splits Dense's kernel rows across the threads likewise, so that each range is in the cache
+  // of the core that updates it).
+  ThreadPool* pool_for_update(int n) const { return workers_copy_weights(n) ? nullptr : &pool_; }
 
  private:
   Model& model_;
@@ -161,6 +165,7 @@ class ThreadedModel {
   // threads made 20,959 images/s against 19,092 in such minutes (`cnn`, batch 32;
   // bench/results/threads_fortyeighth.md).
   std::vector<float> workers_params_;
+  bool workers_read_copy_ = true;  // whether copies_ read workers_params_ (else the model's own)
   std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
   std::vector<LossStats> stats_;  // of each share of the last batch
   uint64_t batches_ = 0;          // batches so far
@@ -174,6 +179,10 @@ class ThreadedModel {
 // By measurement (bench/RESULTS.md, threads): mlp at batch 32 (190 FLOPs per parameter) was
 // slower on 2 threads than on 1, at batch 128 (770) faster; cnn gains from batch 8 (2,700).
 constexpr double kMinFlopsPerParam = 300;
+// By measurement (bench/RESULTS.md, forty-eighth pass): with the workers reading a copy of the
+// weights, `cnn` at batch 32 (11,000 training FLOPs a weight a batch) trained faster on 2 threads
+// and `mlp` at batch 128 (770) about 10 % slower; a threshold between the two.
+constexpr double kMinFlopsPerParamToCopy = 3000;
 // By measurement (bench/RESULTS.md, shares that stay in cache): cnn on 1 thread ran fastest in
 // shares of 8 rows (5 MB of activations), 6-12 % faster than whole batches of 32 or 128.
 constexpr double kShareBytes = 6 << 20;

@@ -40,9 +40,13 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
 Model Model::reading_params(const Model& owner, float* params) {
   Model m(owner.spec_, owner.classes_);
   m.params_ = {}, m.grads_ = {};
-  for (size_t i = 0; i < m.layers_.size(); ++i)
-    m.layers_[i]->bind(params + m.offsets_[i], nullptr, m.prepared_.data() + m.prepared_offsets_[i]);
+  m.read_params(params);
   return m;
+}
+
+void Model::read_params(float* params) {
+  for (size_t i = 0; i < layers_.size(); ++i)
+    layers_[i]->bind(params + offsets_[i], nullptr, prepared_.data() + prepared_offsets_[i]);
 }
 
 void Model::bind_grads(float* grads) {

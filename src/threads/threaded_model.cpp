@@ -47,6 +47,10 @@ int ThreadedModel::shares(int n) const {
   return std::clamp(std::max(for_threads, for_cache), 1, std::max(most, 1));
 }
 
+bool ThreadedModel::workers_copy_weights(int n) const {
+  return shares(n) > 1 && double(n) * flops_per_row_per_param_ >= kMinFlopsPerParamToCopy;
+}
+
 void ThreadedModel::reserve(int batch) {
   const int count = shares(batch);
   add_scratch(count);
@@ -76,7 +80,13 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   if (choice_.alone(pool_.crowded(), seconds_now())) {
     for (int s = 0; s < count; ++s) job(s, 0);
   } else {
-    if (count > 1 && !copies_.empty()) copy_streaming(model_.params().data(), workers_params_.data(), model_.num_params());
+    if (count > 1 && !copies_.empty()) {
+      const bool copy = workers_copy_weights(n);
+      if (copy != workers_read_copy_)
+        for (Model& c : copies_) c.read_params(copy ? workers_params_.data() : model_.params().data());
+      workers_read_copy_ = copy;
+      if (copy) copy_streaming(model_.params().data(), workers_params_.data(), model_.num_params());
+    }
     pool_.run_on_threads(count, job);
   }
 }
