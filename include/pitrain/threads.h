@@ -107,7 +107,7 @@ class CrowdedChoice {
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
 // being rows [s n / S, (s + 1) n / S), each computed into its own gradient buffer (share 0's is
 // the model's) on the scratch of the thread that takes it (thread 0's is the model itself),
-// reading the model's parameters (the workers: a copy of them) and prepared weights of its
+// reading the model's parameters (the workers: mostly a copy of them) and prepared weights of its
 // own, which the thread's first share of the batch makes (made once by parts on all threads,
 // they were a job of their own, and each thread wrote lines that the other's cache held: 65 us
 // a thread on 2 threads against 75 us on one); the threads take shares as they come free, and
@@ -157,9 +157,10 @@ class ThreadedModel {
   void for_each_share(int n, const Share& share);
   void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares
   std::vector<Model> copies_;     // threads 1..: the model's layers with their own scratch
-  // What threads 1.. read as the model's parameters: a copy that the calling thread writes
-  // before each batch that runs on them, so that it alone reads the weights and can update them
-  // (pool_for_update) without taking their lines back from the workers' cores. Where both
+  // What threads 1.. read as the model's parameters where workers_copy_weights: a copy that the
+  // calling thread writes before each batch that runs on them, so that it alone reads the
+  // weights and can update them (pool_for_update) without taking their lines back from the
+  // workers' cores. Where both
   // threads read the weights and updated half each, on a VM whose two vCPUs were at times far
   // apart, the update took 3.5x as long, its largest cost in those minutes; with the copy, two
   // threads made 20,959 images/s against 19,092 in such minutes (`cnn`, batch 32;
