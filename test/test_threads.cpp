@@ -97,7 +97,7 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   CHECK(mlp3.shares(1024) == 6);
 }
 
-TEST_CASE("the workers read a copy of the weights where a batch brings enough work, else the weights, and switch") {
+TEST_CASE("new weights reach the workers, whether they read a copy of them or not, across switches") {
   const int classes = 3;
   const Split data = test::synthetic_split(1024, classes, 5);
   BatchLoader loader(data, 1024);
@@ -111,12 +111,21 @@ TEST_CASE("the workers read a copy of the weights where a batch brings enough wo
   REQUIRE_FALSE(t3.workers_copy_weights(128));
   REQUIRE(t3.workers_copy_weights(1024));
   const Context ctx{true, 7};
+  auto logits = [&](ThreadedModel& t, int n) {  // evaluation's path: forward only
+    std::vector<float> out(size_t(n) * classes);
+    t.forward(b.x, n, [&](int, const float* l, int first, int rows) {
+      std::copy(l, l + int64_t(rows) * classes, out.begin() + int64_t(first) * classes);
+    });
+    return out;
+  };
+  // Each size several times, as a batch whose shares all ran on the calling thread would not tell.
   uint64_t seed = 10;
-  for (int n : {128, 1024, 128, 1024}) {
+  for (int n : {128, 128, 128, 1024, 1024, 1024, 128, 128, 128, 256, 1024}) {
     one.init_params(seed), three.init_params(seed++);
     t3.forward_backward(b.x, b.y, n, ctx), t1.forward_backward(b.x, b.y, n, ctx);
     CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);
     CHECK(t3.pool_for_update(n) == (n == 1024 ? nullptr : &t3.pool()));
+    CHECK(max_abs_diff(logits(t1, n), logits(t3, n)) < 1e-5);
   }
 }
 

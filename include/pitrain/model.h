@@ -28,12 +28,14 @@ class Model {
   Model(const std::string& name_or_spec, int classes);
   Model(Model&&) = default;
   Model& operator=(Model&&) = default;
-  // A model with `owner`'s layers that computes with the num_params() floats at `params` (a copy
-  // of owner's parameters) and has scratch and prepared weights of its own, but no parameters or
-  // gradients (params() and grads() are empty): one thread's scratch, whose gradients go where
-  // bind_grads() points them (a share's buffer).
+  // A model with `owner`'s layers that computes with the num_params() floats at `params` (owner's
+  // parameters or a copy of them) and has scratch and prepared weights of its own, but no
+  // parameters or gradients (params() and grads() are empty): one thread's scratch, whose
+  // gradients go where bind_grads() points them (a share's buffer).
   static Model reading_params(const Model& owner, float* params);
-  void read_params(float* params);  // such a model's layers read the parameters at `params` now
+  // Such a model reads the parameters at `params` from now on (and its gradients go nowhere
+  // until bind_grads()).
+  void read_params(float* params);
 
   const std::string& spec() const { return spec_; }  // canonical layer list
   int classes() const { return classes_; }

@@ -107,13 +107,13 @@ class CrowdedChoice {
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
 // being rows [s n / S, (s + 1) n / S), each computed into its own gradient buffer (share 0's is
 // the model's) on the scratch of the thread that takes it (thread 0's is the model itself),
-// reading the model's parameters (the workers: mostly a copy of them) and prepared weights of its
-// own, which the thread's first share of the batch makes (made once by parts on all threads,
-// they were a job of their own, and each thread wrote lines that the other's cache held: 65 us
-// a thread on 2 threads against 75 us on one); the threads take shares as they come free, and
-// the shares' gradients are summed in share order: the result depends on S, never on which
-// thread ran what. S is twice
-// the threads (a thread that the OS holds back leaves its second share to another), or more
+// reading the model's parameters (the workers: a copy of them where workers_copy_weights) and
+// prepared weights of its own, which the thread's first share of the batch makes (made once by
+// parts on all threads, they were a job of their own, and each thread wrote lines that the
+// other's cache held: 65 us a thread on 2 threads against 75 us on one); the threads take
+// shares as they come free, and the shares' gradients are summed in share order: the result
+// depends on S, never on which thread ran what. S is twice the threads (a thread that the OS
+// holds back leaves its second share to another), or more
 // where a share's activations would pass kShareBytes: shares that stay in cache pay even on one
 // thread, as each thread's scratch is reused share after share. A share costs work per
 // parameter whatever its rows (its weight gradients, their sum), so a batch is cut only into
@@ -136,14 +136,15 @@ class ThreadedModel {
   void forward(const float* x, int n, const ShareLogits& share);
   int shares(int n) const;  // how many shares a batch of n rows is cut into
   // Whether the workers compute a batch of n rows from a copy of the weights (workers_params_):
-  // where it is cut into shares that bring at least kMinFlopsPerParamToCopy training FLOPs a
-  // weight, so that copying and updating every weight on one thread is a small part of a step.
+  // where it is cut into shares and the batch brings at least kMinFlopsPerParamToCopy training
+  // FLOPs a weight, so that copying and updating every weight on one thread is a small part of
+  // a step.
   bool workers_copy_weights(int n) const;
   // The pool to update the weights on after a batch of n rows (Optimizer::step): none (the
   // calling thread alone) where the workers read a copy of the weights, as only the calling
-  // thread reads the weights themselves; else the pool, by ranges (a batch that is not cut
-  // splits Dense's kernel rows across the threads likewise, so that each range is in the cache
-  // of the core that updates it).
+  // thread reads the weights themselves; else the pool, by ranges, as all threads read the
+  // weights anyway (and a batch that is not cut splits Dense's kernel rows across the threads
+  // likewise, so that each range is in the cache of the core that updates it).
   ThreadPool* pool_for_update(int n) const { return workers_copy_weights(n) ? nullptr : &pool_; }
 
  private:
@@ -160,11 +161,10 @@ class ThreadedModel {
   // What threads 1.. read as the model's parameters where workers_copy_weights: a copy that the
   // calling thread writes before each batch that runs on them, so that it alone reads the
   // weights and can update them (pool_for_update) without taking their lines back from the
-  // workers' cores. Where both
-  // threads read the weights and updated half each, on a VM whose two vCPUs were at times far
-  // apart, the update took 3.5x as long, its largest cost in those minutes; with the copy, two
-  // threads made 20,959 images/s against 19,092 in such minutes (`cnn`, batch 32;
-  // bench/results/threads_fortyeighth.md).
+  // workers' cores. Where both threads read the weights and updated half each, on a VM whose
+  // two vCPUs were at times far apart, the update took 3.5x as long, its largest cost in those
+  // minutes; with the copy, two threads made 20,959 images/s against 19,092 in such minutes
+  // (`cnn`, batch 32; bench/results/threads_fortyeighth.md).
   std::vector<float> workers_params_;
   bool workers_read_copy_ = true;  // whether copies_ read workers_params_ (else the model's own)
   std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
@@ -182,7 +182,8 @@ class ThreadedModel {
 constexpr double kMinFlopsPerParam = 300;
 // By measurement (bench/RESULTS.md, forty-eighth pass): with the workers reading a copy of the
 // weights, `cnn` at batch 32 (11,000 training FLOPs a weight a batch) trained faster on 2 threads
-// and `mlp` at batch 128 (770) about 10 % slower; a threshold between the two.
+// than without it, and `mlp` at batch 128 (770) about 10 % slower (compute.sh, against the
+// forty-seventh pass's runs); a threshold between the two.
 constexpr double kMinFlopsPerParamToCopy = 3000;
 // By measurement (bench/RESULTS.md, shares that stay in cache): cnn on 1 thread ran fastest in
 // shares of 8 rows (5 MB of activations), 6-12 % faster than whole batches of 32 or 128.

@@ -82,9 +82,10 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   } else {
     if (count > 1 && !copies_.empty()) {
       const bool copy = workers_copy_weights(n);
-      if (copy != workers_read_copy_)
+      if (copy != workers_read_copy_) {
         for (Model& c : copies_) c.read_params(copy ? workers_params_.data() : model_.params().data());
-      workers_read_copy_ = copy;
+        workers_read_copy_ = copy;
+      }
       if (copy) copy_streaming(model_.params().data(), workers_params_.data(), model_.num_params());
     }
     pool_.run_on_threads(count, job);
