@@ -129,6 +129,39 @@ TEST_CASE("new weights reach the workers, whether they read a copy of them or no
   }
 }
 
+// fit() loads the next batch (into the same buffers) beside the update, on a worker where the
+// calling thread updates alone: it must run once a step, after forward and backward are done.
+TEST_CASE("a step runs beside_update once, after its batch is spent, and trains as without it") {
+  const int classes = 3, n = 32;
+  Comm comm;
+  for (int threads : {1, 2}) {
+    Model with(kSpec, classes), without(kSpec, classes);
+    with.init_params(4), without.init_params(4);
+    Adam opt_with(with.num_params()), opt_without(without.num_params());
+    auto sync_with = make_sync_strategy(comm, with.params().data(), with.num_params(), {});
+    auto sync_without = make_sync_strategy(comm, without.params().data(), without.num_params(), {});
+    ThreadPool pool_with(threads), pool_without(threads);
+    ThreadedModel t_with(with, pool_with), t_without(without, pool_without);
+    if (threads == 2) REQUIRE(t_with.pool_for_update(n) == nullptr);  // the update on the calling thread alone
+    for (int step = 0; step < 3; ++step) {
+      const Split data = test::synthetic_split(n, classes, uint64_t(20 + step));
+      BatchLoader loader(data, n);
+      loader.reset_in_order();
+      const Batch b = loader.next();
+      std::vector<float> x(b.x, b.x + int64_t(n) * kImagePixels);
+      std::vector<int32_t> y(b.y, b.y + n);
+      int calls = 0;
+      train_step(t_with, opt_with, *sync_with, x.data(), y.data(), n, 1e-2f, {}, step, [&] {
+        ++calls;
+        std::fill(x.begin(), x.end(), NAN), std::fill(y.begin(), y.end(), 0);  // the next batch's load
+      });
+      train_step(t_without, opt_without, *sync_without, b.x, b.y, n, 1e-2f, {}, step);
+      CHECK(calls == 1);
+      CHECK(with.params() == without.params());
+    }
+  }
+}
+
 TEST_CASE("training with threads: bitwise repeatable for a thread count, equal to rounding across counts") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 300, 60, 3);

@@ -2,6 +2,7 @@
 // the data; the sync strategy (sync.h) decides how the ranks' models meet.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -64,9 +65,12 @@ struct StepResult {
 };
 
 // One data-parallel step (number `step`, 0-based): forward and backward on this rank's batch
-// (split across its threads), the gradients met as the strategy says, then the optimizer step.
+// (split across its threads), the gradients met as the strategy says, then the optimizer step,
+// with beside_update (the next batch's loading: x and y are spent by then) on a worker meanwhile
+// where one is free, else after it.
 StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x, const int32_t* y,
-                      int n, float lr, const Context& ctx, int64_t step);
+                      int n, float lr, const Context& ctx, int64_t step,
+                      const std::function<void()>& beside_update = nullptr);
 
 // Trains as the options say; rank 0 prints progress to `out`.
 TrainResult fit(const TrainOptions& opts, Comm& comm, std::ostream& out);

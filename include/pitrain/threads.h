@@ -104,21 +104,25 @@ class CrowdedChoice {
   double seconds_[2] = {0, 0};  // the probe's batches on all threads, alone (twice as many)
 };
 
-// A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s
-// being rows [s n / S, (s + 1) n / S), each computed into its own gradient buffer (share 0's is
-// the model's) on the scratch of the thread that takes it (thread 0's is the model itself),
-// reading the model's parameters (the workers: a copy of them where workers_copy_weights) and
-// prepared weights of its own, which the thread's first share of the batch makes (made once by
-// parts on all threads, they were a job of their own, and each thread wrote lines that the
-// other's cache held: 65 us a thread on 2 threads against 75 us on one); the threads take
-// shares as they come free, and the shares' gradients are summed in share order: the result
-// depends on S, never on which thread ran what. S is twice the threads (a thread that the OS
-// holds back leaves its second share to another), or more
-// where a share's activations would pass kShareBytes: shares that stay in cache pay even on one
-// thread, as each thread's scratch is reused share after share. A share costs work per
-// parameter whatever its rows (its weight gradients, their sum), so a batch is cut only into
-// shares of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits from batch 2,
-// `mlp` (few FLOPs per weight) only at large batches.
+// A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s being
+// rows [s n / S, (s + 1) n / S), each computed into its own gradient buffer (share 0's is the
+// model's) on the scratch of the thread that takes it (thread 0's is the model itself), reading the
+// model's parameters (the workers: a copy of them where workers_copy_weights) and prepared weights
+// of its own, which the thread's first share of the batch makes (made once by parts on all threads,
+// they were a job of their own, and each thread wrote lines that the other's cache held: 65 us a
+// thread on 2 threads against 75 us on one). The shares run in L lanes (L = the threads, at most
+// S), share s in lane s % L, a lane's shares one after the other on the thread that takes the lane
+// (thread t its own lane t first), each later share's gradients added into the lane's first share's
+// buffer as soon as it is done, in that core's cache; then the lanes' sums are added in lane order.
+// The result depends on S and L, never on which thread ran what. Each thread's share buffers stay
+// in its own core: where threads took shares as they came free and summed all of them by ranges, a
+// share's buffer went from core to core every step (forty-ninth pass). S is twice the threads (on 2
+// threads, `cnn` at batch 32 ran faster in four shares of 8 rows than in two of 16; forty-eighth
+// pass), or more where a share's activations would pass kShareBytes: shares that stay in cache pay
+// even on one thread, as each thread's scratch is reused share after share. A share costs work per
+// parameter whatever its rows (its weight gradients, their sum), so a batch is cut only into shares
+// of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits from batch 2, `mlp` (few
+// FLOPs per weight) only at large batches.
 class ThreadedModel {
  public:
   ThreadedModel(Model& model, ThreadPool& pool);
@@ -135,6 +139,7 @@ class ThreadedModel {
   using ShareLogits = std::function<void(int s, const float* logits, int first, int rows)>;
   void forward(const float* x, int n, const ShareLogits& share);
   int shares(int n) const;  // how many shares a batch of n rows is cut into
+  int lanes(int n) const;   // how many lanes they run in: share s in lane s % lanes(n)
   // Whether the workers compute a batch of n rows from a copy of the weights (workers_params_):
   // where it is cut into shares and the batch brings at least kMinFlopsPerParamToCopy training
   // FLOPs a weight, so that copying and updating every weight on one thread is a small part of
@@ -152,8 +157,9 @@ class ThreadedModel {
   ThreadPool& pool_;
   CrowdedChoice choice_;
   // Runs share(scratch, s, first, rows, prepared) for the shares of n rows on the pool's threads,
-  // each on the scratch of the thread that runs it; prepared: whether an earlier share of the
-  // batch on that thread made the scratch's prepared weights.
+  // lane by lane (a lane's shares in order, on one thread), each on the scratch of the thread
+  // that runs it; prepared: whether an earlier share of the batch on that thread made the
+  // scratch's prepared weights.
   using Share = std::function<void(Model& scratch, int s, int first, int rows, bool prepared)>;
   void for_each_share(int n, const Share& share);
   void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares

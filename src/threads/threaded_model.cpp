@@ -28,6 +28,11 @@ void copy_streaming(const float* src, float* dst, int64_t n) {
 #endif
 }
 
+// to[lo, hi) += from[lo, hi)
+void add(const float* from, float* to, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i) to[i] += from[i];
+}
+
 }  // namespace
 
 // Each thread's GEMMs run on that thread alone: OpenBLAS' own workers would compete with ours.
@@ -46,6 +51,8 @@ int ThreadedModel::shares(int n) const {
   const int most = std::min(int(double(n) * flops_per_row_per_param_ / kMinFlopsPerParam), n);  // no empty share
   return std::clamp(std::max(for_threads, for_cache), 1, std::max(most, 1));
 }
+
+int ThreadedModel::lanes(int n) const { return std::min(shares(n), pool_.size()); }
 
 bool ThreadedModel::workers_copy_weights(int n) const {
   return shares(n) > 1 && double(n) * flops_per_row_per_param_ >= kMinFlopsPerParamToCopy;
@@ -72,13 +79,16 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   add_scratch(count);
   ++batches_;
   auto first = [&](int s) { return int(int64_t(n) * s / count); };  // n * s passes 2^31 at large batches
-  auto job = [&](int s, int t) {
-    const bool prepared = prepared_batch_[size_t(t)] == batches_;
-    prepared_batch_[size_t(t)] = batches_;
-    share(of_thread(t), s, first(s), first(s + 1) - first(s), prepared);
+  const int lanes = this->lanes(n);
+  auto lane_job = [&](int lane, int t) {
+    for (int s = lane; s < count; s += lanes) {
+      const bool prepared = prepared_batch_[size_t(t)] == batches_;
+      prepared_batch_[size_t(t)] = batches_;
+      share(of_thread(t), s, first(s), first(s + 1) - first(s), prepared);
+    }
   };
   if (choice_.alone(pool_.crowded(), seconds_now())) {
-    for (int s = 0; s < count; ++s) job(s, 0);
+    for (int lane = 0; lane < lanes; ++lane) lane_job(lane, 0);
   } else {
     if (count > 1 && !copies_.empty()) {
       const bool copy = workers_copy_weights(n);
@@ -88,7 +98,7 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
       }
       if (copy) copy_streaming(model_.params().data(), workers_params_.data(), model_.num_params());
     }
-    pool_.run_on_threads(count, job);
+    pool_.run_on_threads(lanes, lane_job);
   }
 }
 
@@ -117,6 +127,7 @@ bool CrowdedChoice::alone(bool crowded, double now) {
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
                                           const Model::GradientsReady& ready) {
   const int count = shares(n);
+  const int lanes = this->lanes(n);
   if (count == 1) {
     Context whole = ctx;
     whole.pool = &pool_;
@@ -132,14 +143,12 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     share.pool = nullptr;  // a share runs on its thread alone: the pool is busy with the shares
     scratch.bind_grads(grads_of_share(s));
     stats_[size_t(s)] = scratch.forward_backward(x + int64_t(first) * kImagePixels, y + first, rows, share);
+    if (s >= lanes) add(grads_of_share(s), grads_of_share(s % lanes), 0, model_.num_params());
   });
-  // Share 0's buffer gets the sum, each element added in share order.
+  // Share 0's buffer gets the sum of the lanes', each element added in lane order.
   float* sum = model_.grads().data();
   pool_.run_ranges(model_.num_params(), [&](int64_t lo, int64_t hi) {
-    for (int s = 1; s < count; ++s) {
-      const float* g = grads_of_share(s);
-      for (int64_t i = lo; i < hi; ++i) sum[i] += g[i];
-    }
+    for (int lane = 1; lane < lanes; ++lane) add(grads_of_share(lane), sum, lo, hi);
   });
   if (ready) ready(0);
   LossStats total;

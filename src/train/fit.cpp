@@ -187,13 +187,23 @@ const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; 
 }  // namespace
 
 StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x, const int32_t* y,
-                      int n, float lr, const Context& ctx, int64_t step) {
+                      int n, float lr, const Context& ctx, int64_t step, const std::function<void()>& beside_update) {
   Model& model = threaded.model();
   float* grads = model.grads().data();
   StepResult r;
   r.stats = threaded.forward_backward(x, y, n, ctx, [&](int64_t lo) { sync.gradients_ready(grads, lo, step); });
   r.grads_shared = sync.reduce_gradients(grads, step, opt);
-  r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, threaded.pool_for_update(n));
+  ThreadPool* update_pool = threaded.pool_for_update(n);
+  auto update = [&] { r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, update_pool); };
+  // Where the calling thread updates alone, a worker runs beside_update meanwhile (as item 1,
+  // its own), unless the cores are crowded: a worker the OS holds back would keep it waiting.
+  ThreadPool& pool = threaded.pool();
+  if (beside_update && !update_pool && pool.ranges(2, 1) == 2) {
+    pool.run_on_threads(2, [&](int item, int) { item == 0 ? update() : beside_update(); });
+  } else {
+    update();
+    if (beside_update) beside_update();
+  }
   sync.after_update(model.params().data(), step);
   return r;
 }
@@ -276,14 +286,18 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
     report.start_epoch(epoch, spe);
     EpochMeter meter(comm);
     bool save_due = false;
+    // Each step loads the next one's batch (into the same buffers) while it updates the weights.
+    Batch b = first_step < spe ? loader.next() : Batch{};
     for (int64_t s = first_step; s < spe; ++s) {
       const int64_t step = state.step;
       watchdog.beat(step);
-      const Batch b = loader.next();
       const Context ctx{true, rng_key(state.seed, 0xd2, uint64_t(rank), uint64_t(step))};
-      const StepResult r = train_step(threaded, *run.opt, *sync, b.x, b.y, b.n, schedule.at(step), ctx, step);
+      const int rows = b.n;
+      const StepResult r = train_step(threaded, *run.opt, *sync, b.x, b.y, rows, schedule.at(step), ctx, step, [&] {
+        if (s + 1 < spe) b = loader.next();
+      });
       check_finite(model, r, step, epoch, o.checkpoint, rank);
-      meter.add(r.stats, b.n);
+      meter.add(r.stats, rows);
       ++state.step, state.epoch_step = s + 1;
       report.update(s + 1, meter.loss(), meter.accuracy(), meter.seconds(), meter.mpi_share());
       progress_file.update(state.step, seconds_now());
