@@ -65,9 +65,10 @@ struct StepResult {
 };
 
 // One data-parallel step (number `step`, 0-based): forward and backward on this rank's batch
-// (split across its threads), the gradients met as the strategy says, then the optimizer step,
-// with beside_update (the next batch's loading: x and y are spent by then) on a worker meanwhile
-// where one is free, else after it.
+// (split across its threads), the gradients met as the strategy says, then the optimizer step.
+// beside_update (fit's: the next batch's loading; x and y are spent by then) runs on a worker
+// during the update where the calling thread updates alone and the cores are not crowded, else
+// after the step; it must not use the pool or the model.
 StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x, const int32_t* y,
                       int n, float lr, const Context& ctx, int64_t step,
                       const std::function<void()>& beside_update = nullptr);

@@ -1,8 +1,8 @@
 // Parallelism inside a rank. A fixed team of threads that sleep between jobs (after polling
 // 250 us at most, 20 us while other processes wait for the cores), and the model's compute split
 // across them by batch rows, as Caffe and darknet do on CPUs: each share of the batch runs
-// forward and backward with single-threaded GEMMs, and the shares' gradients are summed in share
-// order, so for a given thread count a run's result never depends on timing.
+// forward and backward with single-threaded GEMMs, and the shares' gradients are summed in a
+// fixed order, so for a given thread count a run's result never depends on timing.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -17,8 +17,8 @@
 namespace pitrain {
 
 // Jobs are lists of items that the calling thread and the woken workers take as they come
-// free, each thread its own item first (item t is thread t's, the caller's 0: a job cut the same
-// way every step finds its data in the same core's cache). A worker the OS holds back (a busy
+// free, each thread its own item first (item t is thread t's, the caller's 0, which only it
+// runs: a job cut the same way every step finds its data in the same core's cache). A worker the OS holds back (a busy
 // core) finds the items gone, its own too, and is not waited for, so a job is never much slower
 // than the calling thread doing it alone. Between jobs a thread
 // polls, then sleeps: an idle pool takes no core from MPI or from other processes. It polls
@@ -110,19 +110,20 @@ class CrowdedChoice {
 // model's parameters (the workers: a copy of them where workers_copy_weights) and prepared weights
 // of its own, which the thread's first share of the batch makes (made once by parts on all threads,
 // they were a job of their own, and each thread wrote lines that the other's cache held: 65 us a
-// thread on 2 threads against 75 us on one). The shares run in L lanes (L = the threads, at most
-// S), share s in lane s % L, a lane's shares one after the other on the thread that takes the lane
-// (thread t its own lane t first), each later share's gradients added into the lane's first share's
-// buffer as soon as it is done, in that core's cache; then the lanes' sums are added in lane order.
-// The result depends on S and L, never on which thread ran what. Each thread's share buffers stay
-// in its own core: where threads took shares as they came free and summed all of them by ranges, a
-// share's buffer went from core to core every step (forty-ninth pass). S is twice the threads (on 2
-// threads, `cnn` at batch 32 ran faster in four shares of 8 rows than in two of 16; forty-eighth
-// pass), or more where a share's activations would pass kShareBytes: shares that stay in cache pay
-// even on one thread, as each thread's scratch is reused share after share. A share costs work per
-// parameter whatever its rows (its weight gradients, their sum), so a batch is cut only into shares
-// of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits from batch 2, `mlp` (few
-// FLOPs per weight) only at large batches.
+// thread on 2 threads against 75 us on one). The shares run in L chains (L = the threads, at most
+// S), share s in chain s % L, a chain's shares one after the other on the thread that takes the
+// chain (thread t its own chain t first), each later share's gradients added into the chain's first
+// share's buffer as soon as it is done, in that core's cache; then the chains' sums are added in
+// chain order. The result depends on S and L, never on which thread ran what. Each thread's share
+// buffers stay in its own core: where threads took shares as they came free and summed all of them
+// by ranges, a share's buffer went from core to core every step (forty-ninth pass). A worker that
+// the OS holds back inside its chain keeps the batch waiting for the chain's rest too. S is twice
+// the threads (on 2 threads, `cnn` at batch 32 ran faster in four shares of 8 rows than in two of
+// 16; forty-eighth pass), or more where a share's activations would pass kShareBytes: shares that
+// stay in cache pay even on one thread, as each thread's scratch is reused share after share. A
+// share costs work per parameter whatever its rows (its weight gradients, their sum), so a batch is
+// cut only into shares of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits
+// from batch 2, `mlp` (few FLOPs per weight) only at large batches.
 class ThreadedModel {
  public:
   ThreadedModel(Model& model, ThreadPool& pool);
@@ -139,7 +140,7 @@ class ThreadedModel {
   using ShareLogits = std::function<void(int s, const float* logits, int first, int rows)>;
   void forward(const float* x, int n, const ShareLogits& share);
   int shares(int n) const;  // how many shares a batch of n rows is cut into
-  int lanes(int n) const;   // how many lanes they run in: share s in lane s % lanes(n)
+  int chains(int n) const;  // how many chains they run in: share s in chain s % chains(n)
   // Whether the workers compute a batch of n rows from a copy of the weights (workers_params_):
   // where it is cut into shares and the batch brings at least kMinFlopsPerParamToCopy training
   // FLOPs a weight, so that copying and updating every weight on one thread is a small part of
@@ -156,11 +157,11 @@ class ThreadedModel {
   Model& model_;
   ThreadPool& pool_;
   CrowdedChoice choice_;
-  // Runs share(scratch, s, first, rows, prepared) for the shares of n rows on the pool's threads,
-  // lane by lane (a lane's shares in order, on one thread), each on the scratch of the thread
-  // that runs it; prepared: whether an earlier share of the batch on that thread made the
-  // scratch's prepared weights.
-  using Share = std::function<void(Model& scratch, int s, int first, int rows, bool prepared)>;
+  // Runs share(scratch, s, chain, first, rows, prepared) for the shares of n rows on the pool's
+  // threads, chain by chain (a chain's shares in order, on one thread; chain: its first share),
+  // each on the scratch of the thread that runs it; prepared: whether an earlier share of the
+  // batch on that thread made the scratch's prepared weights.
+  using Share = std::function<void(Model& scratch, int s, int chain, int first, int rows, bool prepared)>;
   void for_each_share(int n, const Share& share);
   void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares
   std::vector<Model> copies_;     // threads 1..: the model's layers with their own scratch

@@ -72,8 +72,9 @@ void ThreadPool::stop_workers() {
   for (auto& w : workers_) w.join();
 }
 
-// Thread t's own item first, then the items beyond the threads' own, then any own item that
-// its thread has not taken yet (the OS holds it back).
+// Thread t's own item first, then the items beyond the threads' own, then any worker's own
+// item that its thread has not taken yet (the OS holds it back). Item 0 runs on the calling
+// thread, which always comes for it: a job may keep its writes there (train_step's update).
 void ThreadPool::take_items(int self) {
   const int homes = std::min(items_, size());
   auto take = [&](int i) {
@@ -89,7 +90,7 @@ void ThreadPool::take_items(int self) {
   auto claim = [&](int t) { return !home_taken_[size_t(t)].load() && !home_taken_[size_t(t)].exchange(true); };
   if (self < homes && claim(self)) take(self);
   for (int i; (i = next_.fetch_add(1)) < items_;) take(i);
-  for (int t = 0; t < homes; ++t)
+  for (int t = 1; t < homes; ++t)
     if (claim(t)) take(t);
 }
 

@@ -52,7 +52,7 @@ int ThreadedModel::shares(int n) const {
   return std::clamp(std::max(for_threads, for_cache), 1, std::max(most, 1));
 }
 
-int ThreadedModel::lanes(int n) const { return std::min(shares(n), pool_.size()); }
+int ThreadedModel::chains(int n) const { return std::min(shares(n), pool_.size()); }
 
 bool ThreadedModel::workers_copy_weights(int n) const {
   return shares(n) > 1 && double(n) * flops_per_row_per_param_ >= kMinFlopsPerParamToCopy;
@@ -79,16 +79,16 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   add_scratch(count);
   ++batches_;
   auto first = [&](int s) { return int(int64_t(n) * s / count); };  // n * s passes 2^31 at large batches
-  const int lanes = this->lanes(n);
-  auto lane_job = [&](int lane, int t) {
-    for (int s = lane; s < count; s += lanes) {
+  const int chain_count = chains(n);
+  auto chain_job = [&](int chain, int t) {
+    for (int s = chain; s < count; s += chain_count) {
       const bool prepared = prepared_batch_[size_t(t)] == batches_;
       prepared_batch_[size_t(t)] = batches_;
-      share(of_thread(t), s, first(s), first(s + 1) - first(s), prepared);
+      share(of_thread(t), s, chain, first(s), first(s + 1) - first(s), prepared);
     }
   };
   if (choice_.alone(pool_.crowded(), seconds_now())) {
-    for (int lane = 0; lane < lanes; ++lane) lane_job(lane, 0);
+    for (int chain = 0; chain < chain_count; ++chain) chain_job(chain, 0);
   } else {
     if (count > 1 && !copies_.empty()) {
       const bool copy = workers_copy_weights(n);
@@ -98,7 +98,7 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
       }
       if (copy) copy_streaming(model_.params().data(), workers_params_.data(), model_.num_params());
     }
-    pool_.run_on_threads(lanes, lane_job);
+    pool_.run_on_threads(chain_count, chain_job);
   }
 }
 
@@ -127,7 +127,6 @@ bool CrowdedChoice::alone(bool crowded, double now) {
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
                                           const Model::GradientsReady& ready) {
   const int count = shares(n);
-  const int lanes = this->lanes(n);
   if (count == 1) {
     Context whole = ctx;
     whole.pool = &pool_;
@@ -137,18 +136,19 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     Model& m;
     ~OwnGrads() { m.bind_grads(m.grads().data()); }
   } own_grads{model_};
-  for_each_share(n, [&](Model& scratch, int s, int first, int rows, bool prepared) {
+  for_each_share(n, [&](Model& scratch, int s, int chain, int first, int rows, bool prepared) {
     Context share = ctx;
     share.first_row = first, share.batch_rows = n, share.prepared = prepared;
     share.pool = nullptr;  // a share runs on its thread alone: the pool is busy with the shares
     scratch.bind_grads(grads_of_share(s));
     stats_[size_t(s)] = scratch.forward_backward(x + int64_t(first) * kImagePixels, y + first, rows, share);
-    if (s >= lanes) add(grads_of_share(s), grads_of_share(s % lanes), 0, model_.num_params());
+    if (s != chain) add(grads_of_share(s), grads_of_share(chain), 0, model_.num_params());
   });
-  // Share 0's buffer gets the sum of the lanes', each element added in lane order.
+  // Share 0's buffer gets the sum of the chains', each element added in chain order.
   float* sum = model_.grads().data();
+  const int chain_count = chains(n);
   pool_.run_ranges(model_.num_params(), [&](int64_t lo, int64_t hi) {
-    for (int lane = 1; lane < lanes; ++lane) add(grads_of_share(lane), sum, lo, hi);
+    for (int chain = 1; chain < chain_count; ++chain) add(grads_of_share(chain), sum, lo, hi);
   });
   if (ready) ready(0);
   LossStats total;
@@ -157,7 +157,7 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
 }
 
 void ThreadedModel::forward(const float* x, int n, const ShareLogits& share) {
-  for_each_share(n, [&](Model& scratch, int s, int first, int rows, bool prepared) {
+  for_each_share(n, [&](Model& scratch, int s, int, int first, int rows, bool prepared) {
     Context ctx;
     ctx.prepared = prepared;
     share(s, scratch.forward(x + int64_t(first) * kImagePixels, rows, ctx), first, rows);

@@ -195,16 +195,15 @@ StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& syn
   r.grads_shared = sync.reduce_gradients(grads, step, opt);
   ThreadPool* update_pool = threaded.pool_for_update(n);
   auto update = [&] { r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, update_pool); };
-  // Where the calling thread updates alone, a worker runs beside_update meanwhile (as item 1,
-  // its own), unless the cores are crowded: a worker the OS holds back would keep it waiting.
+  // Where the calling thread updates alone, a worker runs beside_update meanwhile (item 1; item 0
+  // stays on the calling thread), unless the cores are crowded: a worker the OS holds back would
+  // keep the update waiting.
   ThreadPool& pool = threaded.pool();
-  if (beside_update && !update_pool && pool.ranges(2, 1) == 2) {
-    pool.run_on_threads(2, [&](int item, int) { item == 0 ? update() : beside_update(); });
-  } else {
-    update();
-    if (beside_update) beside_update();
-  }
+  const bool overlapped = beside_update && !update_pool && pool.size() > 1 && !pool.crowded();
+  if (overlapped) pool.run_on_threads(2, [&](int item, int) { item == 0 ? update() : beside_update(); });
+  else update();
   sync.after_update(model.params().data(), step);
+  if (beside_update && !overlapped) beside_update();
   return r;
 }
 
@@ -293,9 +292,9 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       watchdog.beat(step);
       const Context ctx{true, rng_key(state.seed, 0xd2, uint64_t(rank), uint64_t(step))};
       const int rows = b.n;
-      const StepResult r = train_step(threaded, *run.opt, *sync, b.x, b.y, rows, schedule.at(step), ctx, step, [&] {
-        if (s + 1 < spe) b = loader.next();
-      });
+      const auto load_next = [&] { b = loader.next(); };
+      const StepResult r = train_step(threaded, *run.opt, *sync, b.x, b.y, rows, schedule.at(step), ctx, step,
+                                      s + 1 < spe ? std::function<void()>(load_next) : nullptr);
       check_finite(model, r, step, epoch, o.checkpoint, rank);
       meter.add(r.stats, rows);
       ++state.step, state.epoch_step = s + 1;
