@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <future>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -221,38 +223,63 @@ TEST_CASE("evaluation with threads counts every image once") {
   CHECK(c.loss != Approx(a.loss).epsilon(1e-6));  // the new weights do change the loss
 }
 
-TEST_CASE("crowded cores: a batch's shares run on the calling thread alone while timing says that is faster") {
-  CrowdedChoice choice;
-  double now = 0;
-  // `batches` batches, each taking alone_ms or all_ms as chosen; returns how many ran alone.
-  auto run = [&](int batches, bool crowded, double alone_ms, double all_ms) {
-    int alone = 0;
-    for (int b = 0; b < batches; ++b) {
-      const bool a = choice.alone(crowded, now);
-      alone += a;
-      now += (a ? alone_ms : all_ms) / 1000;
+// Crowded cores (ThreadedModel): the calling thread computes the shares from the first, the
+// workers from the last, and where it comes to a share that a worker has not finished it
+// computes that one itself. Either way a share is the same bits.
+TEST_CASE("crowded cores: shares with backups give the same bits as free cores, workers' shares too") {
+  const int classes = 3, n = 32;
+  const Split data = test::synthetic_split(n, classes, 8);
+  BatchLoader loader(data, n);
+  loader.reset_in_order();
+  const Batch b = loader.next();
+  for (int threads : {2, 3}) {
+    Model free_model(kSpec, classes), crowded_model(kSpec, classes);
+    free_model.init_params(5), crowded_model.init_params(5);
+    ThreadPool free_pool(threads), crowded_pool(threads, true);
+    ThreadedModel on_free(free_model, free_pool), on_crowded(crowded_model, crowded_pool);
+    REQUIRE(on_crowded.shares(n) > threads);  // chains of more than one share
+    // Steps of plain SGD, at least until a worker's share was used.
+    for (int step = 0; step < 20 || (on_crowded.worker_shares() == 0 && step < 2000); ++step) {
+      const Context ctx{true, uint64_t(step)};
+      const LossStats on_free_cores = on_free.forward_backward(b.x, b.y, n, ctx);
+      const LossStats on_crowded_cores = on_crowded.forward_backward(b.x, b.y, n, ctx);
+      REQUIRE(crowded_model.grads() == free_model.grads());
+      REQUIRE(on_crowded_cores.loss_sum == on_free_cores.loss_sum);
+      REQUIRE(on_crowded_cores.correct == on_free_cores.correct);
+      for (Model* m : {&free_model, &crowded_model})
+        for (int64_t i = 0; i < m->num_params(); ++i) m->params()[size_t(i)] -= 0.05f * m->grads()[size_t(i)];
     }
-    return alone;
-  };
-  const int exploit = CrowdedChoice::kExploitBatches, most = CrowdedChoice::kMostExploitBatches;
-  // A probe: kProbeBatches alone, as many on all threads, as many alone again.
-  const int stretch = CrowdedChoice::kProbeBatches, probe = 3 * stretch, probe_alone = 2 * stretch;
-  REQUIRE(run(stretch, true, 1.5, 2) == stretch);  // crowded: a probe first
-  REQUIRE(run(stretch, true, 1.5, 2) == 0);
-  REQUIRE(run(stretch, true, 1.5, 2) == stretch);
-  REQUIRE(run(exploit, true, 1, 2) == exploit);  // alone was faster by the mean batch (not by the sums)
-  REQUIRE(run(probe, true, 1, 2) == probe_alone);
-  REQUIRE(run(2 * exploit, true, 1, 2) == 2 * exploit);  // and still is: probed less often
-  REQUIRE(run(probe, true, 3, 2) == probe_alone);
-  REQUIRE(run(exploit, true, 3, 2) == 0);  // now all threads are faster
-  REQUIRE(run(probe, true, 3, 2) == probe_alone);
-  for (int batches = 2 * exploit; batches <= most; batches *= 2) {  // the choice holds, up to `most`
-    REQUIRE(run(batches, true, 3, 2) == 0);
-    REQUIRE(run(probe, true, 3, 2) == probe_alone);
+    CHECK(on_crowded.worker_shares() > 0);
   }
-  REQUIRE(run(most, true, 3, 2) == 0);
-  REQUIRE(run(probe, true, 3, 2) == probe_alone);
-  REQUIRE(run(1, false, 3, 2) == 0);  // free cores: all threads, and the next crowding starts with a probe
-  REQUIRE(run(probe, true, 1, 2) == probe_alone);
-  REQUIRE(run(exploit, true, 1, 2) == exploit);
+}
+
+TEST_CASE("crowded cores: a batch never waits for a worker that the OS holds back") {
+  const int classes = 3, n = 32;
+  const Split data = test::synthetic_split(n, classes, 9);
+  BatchLoader loader(data, n);
+  loader.reset_in_order();
+  const Batch b = loader.next();
+  Model free_model(kSpec, classes), crowded_model(kSpec, classes);
+  free_model.init_params(6), crowded_model.init_params(6);
+  ThreadPool free_pool(2), crowded_pool(2, true);
+  // The worker is kept busy elsewhere until released, as a thread that gets no core.
+  std::atomic<bool> held{false}, release{false};
+  const std::function<void(int)> hold = [&](int) {
+    held = true;
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  crowded_pool.post(hold);
+  while (!held) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ThreadedModel on_free(free_model, free_pool), on_crowded(crowded_model, crowded_pool);
+  const Context ctx{true, 3};
+  auto steps = std::async(std::launch::async, [&] {
+    for (int step = 0; step < 5; ++step) on_crowded.forward_backward(b.x, b.y, n, ctx);
+  });
+  const bool finished = steps.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  release = true;
+  steps.get();
+  CHECK(finished);
+  CHECK(on_crowded.worker_shares() == 0);
+  on_free.forward_backward(b.x, b.y, n, ctx);
+  CHECK(crowded_model.grads() == free_model.grads());
 }

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -29,7 +30,9 @@ namespace pitrain {
 // OS holds back inside a range would keep the job waiting.
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);  // the calling thread is one: threads - 1 are started
+  // The calling thread is one: threads - 1 are started. always_crowded (tests): the cores count
+  // as crowded from the start, whatever the workers measure.
+  explicit ThreadPool(int threads, bool always_crowded = false);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -40,6 +43,12 @@ class ThreadPool {
   // The same, telling each item the index of the thread that runs it (0 the caller, 1.. the
   // workers): a thread runs one item at a time, so items may use scratch of their thread's.
   void run_on_threads(int items, const std::function<void(int item, int thread)>& job);
+  // Wakes the workers to call job(worker) once each and returns at once: the calling thread
+  // does not wait for them, and a worker still in it when the next job comes joins that one late
+  // or not at all. `job` must not throw, and must stay alive until withdraw_posted().
+  void post(const std::function<void(int worker)>& job);
+  // No worker starts the posted job from now on; returns once none is in it.
+  void withdraw_posted();
   // job(lo, hi) over [0, n) cut into ranges(n, grain) contiguous ranges.
   void run_ranges(int64_t n, const std::function<void(int64_t lo, int64_t hi)>& job, int64_t grain = kRangeGrain);
   // Up to size() ranges of at least `grain` (element-wise work: below that a range costs less
@@ -59,8 +68,10 @@ class ThreadPool {
   void take_items(int self);  // runs items until none are left; self: the calling thread's index
   std::vector<std::thread> workers_;
   std::mutex mutex_;
-  std::condition_variable start_, done_;
+  std::condition_variable start_, done_, posted_done_;
   const std::function<void(int, int)>* job_ = nullptr;
+  const std::function<void(int)>* posted_ = nullptr;  // the job of this generation, if posted
+  int in_posted_ = 0;                                  // workers inside a posted job
   int items_ = 0;
   std::atomic<int> next_{0};    // the next item to take beyond the threads' own
   std::vector<std::atomic<bool>> home_taken_;  // (threads) whether item t was taken
@@ -70,38 +81,8 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
   // As worker 1 last measured; free before it has (5 ms after its first job) and without workers.
   std::atomic<bool> crowded_{false};
+  const bool always_crowded_;
   std::exception_ptr error_;
-};
-
-// While the cores are crowded, whether a batch's shares run on all threads or on the calling
-// thread alone, chosen by timing both ways. Beside a busy process, a worker gains where it gets
-// a core of its own through its shares, and costs time where it takes turns with the calling
-// thread; which of the two happens moves with the OS's placement (bench/RESULTS.md, fortieth
-// pass). A probe runs kProbeBatches batches alone, as many on all threads, and as many alone
-// again (drift cancels out), each batch timed from its start to the next one's, and compares the
-// mean batch: where alone is faster, as it mostly is beside a process that never sleeps, the
-// probe's slow batches are half as many as with two stretches on all threads (forty-seventh
-// pass). The first probe starts as soon as the cores are found crowded. After a probe, the
-// batches run the way it chose until the next probe: kExploitBatches of them after the first
-// probe or one that changed the choice, twice as many as the last time after one that kept it,
-// up to kMostExploitBatches. So a placement that holds is probed less and less (forty-fifth
-// pass: 80 of a 750-batch run's batches on all threads where alone was faster, not 272; with
-// one stretch on all threads a probe, 48). While
-// the shares run alone, the workers run nothing and the pool cannot see the cores free up: a
-// neighbour that leaves is noticed at the next probe. Free cores: all threads, and the next
-// crowding starts with a probe. Which thread runs a share never changes its result.
-class CrowdedChoice {
- public:
-  bool alone(bool crowded, double now_seconds);  // for the batch starting now
-
-  static constexpr int kProbeBatches = 16, kExploitBatches = 192, kMostExploitBatches = 1536;
-
- private:
-  int exploit_ = 0;   // batches the way last chosen before the next probe (0 before the first)
-  int position_ = 0;  // batches since the last probe ended or the cores were found crowded
-  double last_start_ = 0;
-  bool last_probed_ = false, last_alone_ = false, chosen_alone_ = false;
-  double seconds_[2] = {0, 0};  // the probe's batches on all threads, alone (twice as many)
 };
 
 // A model's forward and backward over a pool. A batch of n rows is cut into S shares, share s being
@@ -124,9 +105,27 @@ class CrowdedChoice {
 // share costs work per parameter whatever its rows (its weight gradients, their sum), so a batch is
 // cut only into shares of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits
 // from batch 2, `mlp` (few FLOPs per weight) only at large batches.
+//
+// While the cores are crowded (ThreadPool::crowded), training runs each batch's shares with
+// backups, as MapReduce does for its stragglers: the calling thread computes the shares from the
+// first, the workers from the last, each claiming a share before it starts it; where the calling
+// thread comes to a share that a worker claimed and has not finished, it computes that share
+// itself rather than wait for it, and uses the worker's only where it is done by then. Beside a
+// busy process a worker runs ~4 ms at a time and then waits as long for a core (2 vCPUs, one
+// process spinning), so any share it holds may keep a batch waiting for milliseconds: where the
+// batch waited for the workers, two threads trained slower than one (bench/RESULTS.md, fortieth
+// to forty-ninth passes), and the calling thread ran every share alone where that measured
+// faster. A share's result is the same bits whichever thread computes it, and the shares are
+// summed in the chains' order, so a run's result still depends only on the thread count. The
+// workers are not waited for: they read the batch, the weights and the context from a slot that
+// the calling thread copies them to, one of one more slots than there are workers, and never
+// writes a slot that a worker still reads.
 class ThreadedModel {
  public:
   ThreadedModel(Model& model, ThreadPool& pool);
+  ~ThreadedModel();  // waits for workers still in a crowded batch
+  ThreadedModel(const ThreadedModel&) = delete;
+  ThreadedModel& operator=(const ThreadedModel&) = delete;
   Model& model() { return model_; }
   ThreadPool& pool() { return pool_; }
   void reserve(int batch);
@@ -136,7 +135,8 @@ class ThreadedModel {
   LossStats forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
                              const Model::GradientsReady& ready = nullptr);
   // Inference: share(s, logits, first, rows) for each share s of the n rows, on the thread that
-  // computed it; logits (rows, classes) of rows [first, first + rows).
+  // computed it (while the cores are crowded, all on the calling thread); logits (rows, classes)
+  // of rows [first, first + rows).
   using ShareLogits = std::function<void(int s, const float* logits, int first, int rows)>;
   void forward(const float* x, int n, const ShareLogits& share);
   int shares(int n) const;  // how many shares a batch of n rows is cut into
@@ -152,11 +152,20 @@ class ThreadedModel {
   // weights anyway (and a batch that is not cut splits Dense's kernel rows across the threads
   // likewise, so that each range is in the cache of the core that updates it).
   ThreadPool* pool_for_update(int n) const { return workers_copy_weights(n) ? nullptr : &pool_; }
+  // Shares of crowded batches so far that a worker computed and the batch used.
+  uint64_t worker_shares() const { return worker_shares_; }
 
  private:
+  // What the workers read of a crowded batch: the calling thread's copies, theirs alone.
+  struct Slot {
+    std::vector<float> params, x;  // (num_params), (n, 28, 28, 1)
+    std::vector<int32_t> y;        // (n)
+    int n = 0, count = 0;          // rows, shares
+    uint64_t batch = 0;
+    Context ctx;
+  };
   Model& model_;
   ThreadPool& pool_;
-  CrowdedChoice choice_;
   // Runs share(scratch, s, chain, first, rows, prepared) for the shares of n rows on the pool's
   // threads, chain by chain (a chain's shares in order, on one thread; chain: its first share),
   // each on the scratch of the thread that runs it; prepared: whether an earlier share of the
@@ -164,6 +173,30 @@ class ThreadedModel {
   using Share = std::function<void(Model& scratch, int s, int chain, int first, int rows, bool prepared)>;
   void for_each_share(int n, const Share& share);
   void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares
+  // Gradients of share s on `scratch`, into where it is bound, from the batch's rows x, y
+  // (first: the share's first row) and context (first_row, batch_rows and prepared set here).
+  LossStats share_forward_backward(Model& scratch, const float* x, const int32_t* y, int n, int count, int s,
+                                   const Context& ctx, bool prepared);
+  // dst = src (n floats), for the workers to read: written past the calling thread's cache.
+  static void copy_for_workers(const float* src, float* dst, int64_t n);
+  LossStats sum_stats(int count) const;      // of the last batch's `count` shares
+  void add_share_to_chain(int s, int chain);  // the chain's buffer += share s's
+  void add_chains(int chain_count, int64_t lo, int64_t hi);  // share 0's buffer += the other chains', in order
+  // The crowded path (backups.cpp): the calling thread's part, a worker's part, their buffers.
+  LossStats forward_backward_crowded(const float* x, const int32_t* y, int n, const Context& ctx);
+  void worker_backups(int worker);
+  void add_backup_scratch(int count);
+  float* worker_grads(int worker, int s) { return backup_grads_[size_t((worker - 1) * backup_shares_ + s)].data(); }
+  std::vector<Slot> slots_;  // (threads): one more than the workers
+  std::atomic<uint64_t> open_{0};  // the crowded batch whose shares may start: batch << 16 | slot; 0: none
+  std::unique_ptr<std::atomic<int>[]> reading_;  // (threads) the slot each worker reads, or -1
+  // (backup_shares_) the batch each share was last claimed in, and done in: batch << 16 | worker
+  std::unique_ptr<std::atomic<uint64_t>[]> claimed_, done_;
+  int backup_shares_ = 0;
+  std::vector<std::vector<float>> backup_grads_;  // (workers x backup_shares_) gradients of a share, (num_params)
+  std::vector<LossStats> backup_stats_;           // (workers x backup_shares_)
+  const std::function<void(int)> backup_job_{[this](int worker) { worker_backups(worker); }};  // as posted
+  uint64_t worker_shares_ = 0;
   std::vector<Model> copies_;     // threads 1..: the model's layers with their own scratch
   // What threads 1.. read as the model's parameters where workers_copy_weights: a copy that the
   // calling thread writes before each batch that runs on them, so that it alone reads the
@@ -173,7 +206,6 @@ class ThreadedModel {
   // minutes; with the copy, two threads made 20,959 images/s against 19,092 in such minutes
   // (`cnn`, batch 32; bench/results/threads_fortyeighth.md).
   std::vector<float> workers_params_;
-  bool workers_read_copy_ = true;  // whether copies_ read workers_params_ (else the model's own)
   std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
   std::vector<LossStats> stats_;  // of each share of the last batch
   uint64_t batches_ = 0;          // batches so far

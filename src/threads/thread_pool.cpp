@@ -51,7 +51,8 @@ class CrowdingMeter {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : home_taken_(size_t(std::max(threads, 1))) {
+ThreadPool::ThreadPool(int threads, bool always_crowded)
+    : home_taken_(size_t(std::max(threads, 1))), crowded_(always_crowded), always_crowded_(always_crowded) {
   try {
     for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
   } catch (const std::system_error& e) {  // a limit on processes (ulimit -u, a container's pids)
@@ -96,29 +97,56 @@ void ThreadPool::take_items(int self) {
 
 int ThreadPool::poll_micros() const { return crowded_ ? kSpinMicros : kFreePollMicros; }
 
-// Each worker waits for a new job (polling, then asleep on start_); it joins only while the
-// job is open. One of them measures whether the cores are crowded.
+// Each worker waits for a new job (polling, then asleep on start_); it joins a job of items only
+// while the job is open, a posted one whenever it comes. One of them measures whether the cores
+// are crowded.
 void ThreadPool::work(int self) {
-  const bool measures_crowding = self == 1;
+  const bool measures_crowding = self == 1 && !always_crowded_;
   uint64_t seen = 0;
   CrowdingMeter meter;
   for (;;) {
     spin_until(poll_micros(), [&] { return generation_ != seen || stopping_; });
+    const std::function<void(int)>* posted = nullptr;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
       if (stopping_) return;
       seen = generation_;
-      if (!open_) continue;
-      ++active_;
+      if (posted_) {
+        posted = posted_, ++in_posted_;
+      } else if (open_) {
+        ++active_;
+      } else {
+        continue;
+      }
     }
-    take_items(self);
-    {
+    if (posted) {
+      (*posted)(self);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--in_posted_ == 0) posted_done_.notify_all();
+    } else {
+      take_items(self);
       std::lock_guard<std::mutex> lock(mutex_);
       if (--active_ == 0) done_.notify_one();
     }
     if (measures_crowding) meter.update(crowded_);  // after the job: its caller does not wait for it
   }
+}
+
+void ThreadPool::post(const std::function<void(int)>& job) {
+  if (workers_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    posted_ = &job, open_ = false;
+    ++generation_;
+  }
+  start_.notify_all();
+}
+
+void ThreadPool::withdraw_posted() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  posted_ = nullptr;
+  posted_done_.wait(lock, [&] { return in_posted_ == 0; });
 }
 
 void ThreadPool::run(int items, const std::function<void(int)>& job) {
@@ -132,7 +160,7 @@ void ThreadPool::run_on_threads(int items, const std::function<void(int, int)>& 
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &job, items_ = items, next_ = std::min(items, size()), error_ = nullptr, open_ = true;
+    job_ = &job, posted_ = nullptr, items_ = items, next_ = std::min(items, size()), error_ = nullptr, open_ = true;
     for (auto& taken : home_taken_) taken = false;
     ++generation_;
   }
