@@ -235,7 +235,7 @@ TEST_CASE("crowded cores: shares with backups give the same bits as free cores, 
   for (int threads : {2, 3}) {
     Model free_model(kSpec, classes), crowded_model(kSpec, classes);
     free_model.init_params(5), crowded_model.init_params(5);
-    ThreadPool free_pool(threads), crowded_pool(threads, true);
+    ThreadPool free_pool(threads, Cores::free), crowded_pool(threads, Cores::crowded);
     ThreadedModel on_free(free_model, free_pool), on_crowded(crowded_model, crowded_pool);
     REQUIRE(on_crowded.shares(n) > threads);  // chains of more than one share
     // Steps of plain SGD, at least until a worker's share was used.
@@ -253,7 +253,33 @@ TEST_CASE("crowded cores: shares with backups give the same bits as free cores, 
   }
 }
 
-TEST_CASE("crowded cores: a batch never waits for a worker that the OS holds back") {
+// The workers' scratch reads the weights from a slot while crowded, from the model or the
+// weights' copy while free: each switch must leave them reading the current weights.
+TEST_CASE("crowded cores: switching between crowded and free batches trains as free cores alone") {
+  const int classes = 3;
+  for (const auto& [spec, n] : {std::pair<const char*, int>{kSpec, 32}, {"mlp", 128}}) {
+    const Split data = test::synthetic_split(n, classes, 10);
+    BatchLoader loader(data, n);
+    loader.reset_in_order();
+    const Batch b = loader.next();
+    Model free_model(spec, classes), switching_model(spec, classes);
+    free_model.init_params(7), switching_model.init_params(7);
+    ThreadPool free_pool(2, Cores::free), switching_pool(2, Cores::free);
+    ThreadedModel on_free(free_model, free_pool), switching(switching_model, switching_pool);
+    REQUIRE(switching.shares(n) > 1);
+    CHECK(switching.workers_copy_weights(n) == (n == 32));  // both ways the workers may read the weights
+    for (int step = 0; step < 24; ++step) {
+      switching_pool.set_cores(step % 6 < 3 ? Cores::crowded : Cores::free);
+      const Context ctx{true, uint64_t(step)};
+      on_free.forward_backward(b.x, b.y, n, ctx), switching.forward_backward(b.x, b.y, n, ctx);
+      REQUIRE(switching_model.grads() == free_model.grads());
+      for (Model* m : {&free_model, &switching_model})
+        for (int64_t i = 0; i < m->num_params(); ++i) m->params()[size_t(i)] -= 0.05f * m->grads()[size_t(i)];
+    }
+  }
+}
+
+TEST_CASE("crowded cores: a batch never waits for a worker that the OS holds back inside a share") {
   const int classes = 3, n = 32;
   const Split data = test::synthetic_split(n, classes, 9);
   BatchLoader loader(data, n);
@@ -261,24 +287,25 @@ TEST_CASE("crowded cores: a batch never waits for a worker that the OS holds bac
   const Batch b = loader.next();
   Model free_model(kSpec, classes), crowded_model(kSpec, classes);
   free_model.init_params(6), crowded_model.init_params(6);
-  ThreadPool free_pool(2), crowded_pool(2, true);
-  // The worker is kept busy elsewhere until released, as a thread that gets no core.
-  std::atomic<bool> held{false}, release{false};
-  const std::function<void(int)> hold = [&](int) {
-    held = true;
-    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  };
-  crowded_pool.post(hold);
-  while (!held) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ThreadPool free_pool(2, Cores::free), crowded_pool(2, Cores::crowded);
   ThreadedModel on_free(free_model, free_pool), on_crowded(crowded_model, crowded_pool);
+  // The first share the worker claims, it holds until released, as a thread that gets no core.
+  std::atomic<int> claims{0};
+  std::atomic<bool> release{false};
+  on_crowded.after_worker_claim = [&] {
+    if (claims++ == 0)
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
   const Context ctx{true, 3};
   auto steps = std::async(std::launch::async, [&] {
-    for (int step = 0; step < 5; ++step) on_crowded.forward_backward(b.x, b.y, n, ctx);
+    for (int step = 0; claims == 0 && step < 2000; ++step) on_crowded.forward_backward(b.x, b.y, n, ctx);
+    for (int step = 0; step < 5; ++step) on_crowded.forward_backward(b.x, b.y, n, ctx);  // the worker held
   });
   const bool finished = steps.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
   release = true;
   steps.get();
   CHECK(finished);
+  CHECK(claims == 1);
   CHECK(on_crowded.worker_shares() == 0);
   on_free.forward_backward(b.x, b.y, n, ctx);
   CHECK(crowded_model.grads() == free_model.grads());

@@ -28,11 +28,12 @@ namespace pitrain {
 // are crowded (a worker waits for a core over an eighth of the time it runs: another process
 // needs them); then element-wise jobs stay on the calling thread, as a woken worker that the
 // OS holds back inside a range would keep the job waiting.
+// Whether the pool's cores count as crowded: as worker 1 measures them, or (tests) as set.
+enum class Cores { measured, free, crowded };
+
 class ThreadPool {
  public:
-  // The calling thread is one: threads - 1 are started. always_crowded (tests): the cores count
-  // as crowded from the start, whatever the workers measure.
-  explicit ThreadPool(int threads, bool always_crowded = false);
+  explicit ThreadPool(int threads, Cores cores = Cores::measured);  // the calling thread is one: threads - 1 are started
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -47,7 +48,8 @@ class ThreadPool {
   // does not wait for them, and a worker still in it when the next job comes joins that one late
   // or not at all. `job` must not throw, and must stay alive until withdraw_posted().
   void post(const std::function<void(int worker)>& job);
-  // No worker starts the posted job from now on; returns once none is in it.
+  // No worker starts the posted job from now on; returns once none is in it (whoever posted it:
+  // the pool has one posted job at a time).
   void withdraw_posted();
   // job(lo, hi) over [0, n) cut into ranges(n, grain) contiguous ranges.
   void run_ranges(int64_t n, const std::function<void(int64_t lo, int64_t hi)>& job, int64_t grain = kRangeGrain);
@@ -58,6 +60,7 @@ class ThreadPool {
   // result depends on the cut (partial sums), which must not depend on timing.
   int parts(int64_t n, int64_t grain = kRangeGrain) const;
   bool crowded() const { return crowded_; }
+  void set_cores(Cores cores);  // Cores::measured: as the next measurement says
 
   static constexpr int64_t kRangeGrain = 8192;
 
@@ -81,7 +84,7 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
   // As worker 1 last measured; free before it has (5 ms after its first job) and without workers.
   std::atomic<bool> crowded_{false};
-  const bool always_crowded_;
+  std::atomic<bool> measured_{true};  // Cores::measured
   std::exception_ptr error_;
 };
 
@@ -154,6 +157,9 @@ class ThreadedModel {
   ThreadPool* pool_for_update(int n) const { return workers_copy_weights(n) ? nullptr : &pool_; }
   // Shares of crowded batches so far that a worker computed and the batch used.
   uint64_t worker_shares() const { return worker_shares_; }
+  // Tests: called on a worker each time it has claimed a share of a crowded batch, before it
+  // computes it (a worker the OS holds back inside a share).
+  std::function<void()> after_worker_claim;
 
  private:
   // What the workers read of a crowded batch: the calling thread's copies, theirs alone.
@@ -173,8 +179,10 @@ class ThreadedModel {
   using Share = std::function<void(Model& scratch, int s, int chain, int first, int rows, bool prepared)>;
   void for_each_share(int n, const Share& share);
   void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares
+  // Share s of `count` of n rows: its first row.
+  static int first_row(int n, int count, int s) { return int(int64_t(n) * s / count); }  // n s passes 2^31 at large batches
   // Gradients of share s on `scratch`, into where it is bound, from the batch's rows x, y
-  // (first: the share's first row) and context (first_row, batch_rows and prepared set here).
+  // and context (first_row, batch_rows and prepared set here).
   LossStats share_forward_backward(Model& scratch, const float* x, const int32_t* y, int n, int count, int s,
                                    const Context& ctx, bool prepared);
   // dst = src (n floats), for the workers to read: written past the calling thread's cache.
@@ -186,15 +194,18 @@ class ThreadedModel {
   LossStats forward_backward_crowded(const float* x, const int32_t* y, int n, const Context& ctx);
   void worker_backups(int worker);
   void add_backup_scratch(int count);
-  float* worker_grads(int worker, int s) { return backup_grads_[size_t((worker - 1) * backup_shares_ + s)].data(); }
+  struct Backup {  // a worker's result for a share
+    std::vector<float> grads;  // (num_params)
+    LossStats stats;
+  };
+  Backup& backup(int worker, int s) { return backups_[size_t((worker - 1) * backup_shares_ + s)]; }
   std::vector<Slot> slots_;  // (threads): one more than the workers
-  std::atomic<uint64_t> open_{0};  // the crowded batch whose shares may start: batch << 16 | slot; 0: none
+  std::atomic<uint64_t> open_batch_{0};  // the crowded batch whose shares may start: batch << 16 | slot; 0: none
   std::unique_ptr<std::atomic<int>[]> reading_;  // (threads) the slot each worker reads, or -1
-  // (backup_shares_) the batch each share was last claimed in, and done in: batch << 16 | worker
-  std::unique_ptr<std::atomic<uint64_t>[]> claimed_, done_;
+  // (backup_shares_) the last batch a share was claimed in; and done in by a worker: batch << 16 | worker
+  std::unique_ptr<std::atomic<uint64_t>[]> share_claimed_, share_done_;
   int backup_shares_ = 0;
-  std::vector<std::vector<float>> backup_grads_;  // (workers x backup_shares_) gradients of a share, (num_params)
-  std::vector<LossStats> backup_stats_;           // (workers x backup_shares_)
+  std::vector<Backup> backups_;  // (workers x backup_shares_)
   const std::function<void(int)> backup_job_{[this](int worker) { worker_backups(worker); }};  // as posted
   uint64_t worker_shares_ = 0;
   std::vector<Model> copies_;     // threads 1..: the model's layers with their own scratch

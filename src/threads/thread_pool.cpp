@@ -51,8 +51,8 @@ class CrowdingMeter {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads, bool always_crowded)
-    : home_taken_(size_t(std::max(threads, 1))), crowded_(always_crowded), always_crowded_(always_crowded) {
+ThreadPool::ThreadPool(int threads, Cores cores) : home_taken_(size_t(std::max(threads, 1))) {
+  set_cores(cores);
   try {
     for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
   } catch (const std::system_error& e) {  // a limit on processes (ulimit -u, a container's pids)
@@ -101,7 +101,7 @@ int ThreadPool::poll_micros() const { return crowded_ ? kSpinMicros : kFreePollM
 // while the job is open, a posted one whenever it comes. One of them measures whether the cores
 // are crowded.
 void ThreadPool::work(int self) {
-  const bool measures_crowding = self == 1 && !always_crowded_;
+  const bool measures_crowding = self == 1;
   uint64_t seen = 0;
   CrowdingMeter meter;
   for (;;) {
@@ -129,7 +129,7 @@ void ThreadPool::work(int self) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (--active_ == 0) done_.notify_one();
     }
-    if (measures_crowding) meter.update(crowded_);  // after the job: its caller does not wait for it
+    if (measures_crowding && measured_) meter.update(crowded_);  // after the job: its caller does not wait for it
   }
 }
 
@@ -141,6 +141,11 @@ void ThreadPool::post(const std::function<void(int)>& job) {
     ++generation_;
   }
   start_.notify_all();
+}
+
+void ThreadPool::set_cores(Cores cores) {
+  measured_ = cores == Cores::measured;
+  if (!measured_) crowded_ = cores == Cores::crowded;
 }
 
 void ThreadPool::withdraw_posted() {

@@ -5,7 +5,6 @@
 #include <immintrin.h>
 #endif
 
-#include "pitrain/clock.h"
 #include "pitrain/image_files.h"
 #include "pitrain/matrix.h"
 #include "pitrain/threads.h"
@@ -66,6 +65,7 @@ void ThreadedModel::reserve(int batch) {
   add_scratch(count);
   const int threads = count > 1 ? pool_.size() : 1;
   for (int t = 0; t < threads; ++t) of_thread(t).reserve((batch + count - 1) / count);
+  if (count > 1 && pool_.size() > 1) add_backup_scratch(count);  // here, where a lack of memory shows at the start
 }
 
 void ThreadedModel::add_scratch(int count) {
@@ -83,7 +83,7 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   ++batches_;
   const bool copy = count > 1 && !copies_.empty() && workers_copy_weights(n);
   float* workers_read = copy ? workers_params_.data() : model_.params().data();
-  auto first = [&](int s) { return int(int64_t(n) * s / count); };  // n * s passes 2^31 at large batches
+  auto first = [&](int s) { return first_row(n, count, s); };
   const int chain_count = chains(n);
   auto chain_job = [&](int chain, int t) {
     for (int s = chain; s < count; s += chain_count) {
@@ -93,7 +93,7 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
       share(of_thread(t), s, chain, first(s), first(s + 1) - first(s), prepared);
     }
   };
-  if (pool_.crowded()) {  // inference (training takes forward_backward_crowded): no worker to wait for
+  if (pool_.crowded()) {  // inference, or training that found the cores free just before: no worker to wait for
     for (int chain = 0; chain < chain_count; ++chain) chain_job(chain, 0);
   } else {
     if (copy) copy_for_workers(model_.params().data(), workers_params_.data(), model_.num_params());
@@ -103,7 +103,7 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
 
 LossStats ThreadedModel::share_forward_backward(Model& scratch, const float* x, const int32_t* y, int n, int count,
                                                 int s, const Context& ctx, bool prepared) {
-  const int first = int(int64_t(n) * s / count), rows = int(int64_t(n) * (s + 1) / count) - first;
+  const int first = first_row(n, count, s), rows = first_row(n, count, s + 1) - first;
   Context share = ctx;
   share.first_row = first, share.batch_rows = n, share.prepared = prepared;
   share.pool = nullptr;  // a share runs on its thread alone: the pool is busy with the shares
