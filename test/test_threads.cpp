@@ -27,6 +27,34 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 // Enough FLOPs per weight that every batch here is split; conv2d_1 goes through Winograd.
 const char* kSpec = "conv2d(8,3,relu) conv2d(8,3,relu) maxpool2d flatten dropout(0.3) dense(classes,softmax)";
 
+// One batch of n synthetic rows (b), with what it points into.
+struct SyntheticBatch {
+  Split data;
+  BatchLoader loader;
+  Batch b;
+  SyntheticBatch(int n, int classes, uint64_t seed) : data(test::synthetic_split(n, classes, seed)), loader(data, n) {
+    loader.reset_in_order();
+    b = loader.next();
+  }
+};
+
+// Two models with the same weights, each on a pool of its own: the reference on free cores,
+// the other on cores as `cores` says.
+struct SideBySide {
+  Model reference_model, model;
+  ThreadPool reference_pool, pool;
+  ThreadedModel reference, threaded;
+  SideBySide(const char* spec, int classes, uint64_t seed, int threads, Cores cores)
+      : reference_model(spec, classes), model(spec, classes), reference_pool(threads, Cores::free), pool(threads, cores),
+        reference(reference_model, reference_pool), threaded(model, pool) {
+    reference_model.init_params(seed), model.init_params(seed);
+  }
+};
+
+void sgd_step(Model& m) {  // params -= 0.05 grads
+  for (int64_t i = 0; i < m.num_params(); ++i) m.params()[size_t(i)] -= 0.05f * m.grads()[size_t(i)];
+}
+
 }  // namespace
 
 TEST_CASE("the pool runs each item once, covers ranges once, and passes exceptions on") {
@@ -228,28 +256,22 @@ TEST_CASE("evaluation with threads counts every image once") {
 // computes that one itself. Either way a share is the same bits.
 TEST_CASE("crowded cores: shares with backups give the same bits as free cores, workers' shares too") {
   const int classes = 3, n = 32;
-  const Split data = test::synthetic_split(n, classes, 8);
-  BatchLoader loader(data, n);
-  loader.reset_in_order();
-  const Batch b = loader.next();
+  const SyntheticBatch batch(n, classes, 8);
+  const Batch& b = batch.b;
   for (int threads : {2, 3}) {
-    Model free_model(kSpec, classes), crowded_model(kSpec, classes);
-    free_model.init_params(5), crowded_model.init_params(5);
-    ThreadPool free_pool(threads, Cores::free), crowded_pool(threads, Cores::crowded);
-    ThreadedModel on_free(free_model, free_pool), on_crowded(crowded_model, crowded_pool);
-    REQUIRE(on_crowded.shares(n) > threads);  // chains of more than one share
+    SideBySide m(kSpec, classes, 5, threads, Cores::crowded);
+    REQUIRE(m.threaded.shares(n) > threads);  // chains of more than one share
     // Steps of plain SGD, at least until a worker's share was used.
-    for (int step = 0; step < 20 || (on_crowded.worker_shares() == 0 && step < 2000); ++step) {
+    for (int step = 0; step < 20 || (m.threaded.worker_shares() == 0 && step < 2000); ++step) {
       const Context ctx{true, uint64_t(step)};
-      const LossStats on_free_cores = on_free.forward_backward(b.x, b.y, n, ctx);
-      const LossStats on_crowded_cores = on_crowded.forward_backward(b.x, b.y, n, ctx);
-      REQUIRE(crowded_model.grads() == free_model.grads());
+      const LossStats on_free_cores = m.reference.forward_backward(b.x, b.y, n, ctx);
+      const LossStats on_crowded_cores = m.threaded.forward_backward(b.x, b.y, n, ctx);
+      REQUIRE(m.model.grads() == m.reference_model.grads());
       REQUIRE(on_crowded_cores.loss_sum == on_free_cores.loss_sum);
       REQUIRE(on_crowded_cores.correct == on_free_cores.correct);
-      for (Model* m : {&free_model, &crowded_model})
-        for (int64_t i = 0; i < m->num_params(); ++i) m->params()[size_t(i)] -= 0.05f * m->grads()[size_t(i)];
+      sgd_step(m.reference_model), sgd_step(m.model);
     }
-    CHECK(on_crowded.worker_shares() > 0);
+    CHECK(m.threaded.worker_shares() > 0);
   }
 }
 
@@ -258,55 +280,44 @@ TEST_CASE("crowded cores: shares with backups give the same bits as free cores, 
 TEST_CASE("crowded cores: switching between crowded and free batches trains as free cores alone") {
   const int classes = 3;
   for (const auto& [spec, n] : {std::pair<const char*, int>{kSpec, 32}, {"mlp", 128}}) {
-    const Split data = test::synthetic_split(n, classes, 10);
-    BatchLoader loader(data, n);
-    loader.reset_in_order();
-    const Batch b = loader.next();
-    Model free_model(spec, classes), switching_model(spec, classes);
-    free_model.init_params(7), switching_model.init_params(7);
-    ThreadPool free_pool(2, Cores::free), switching_pool(2, Cores::free);
-    ThreadedModel on_free(free_model, free_pool), switching(switching_model, switching_pool);
-    REQUIRE(switching.shares(n) > 1);
-    CHECK(switching.workers_copy_weights(n) == (n == 32));  // both ways the workers may read the weights
+    const SyntheticBatch batch(n, classes, 10);
+    const Batch& b = batch.b;
+    SideBySide m(spec, classes, 7, 2, Cores::free);
+    REQUIRE(m.threaded.shares(n) > 1);
+    CHECK(m.threaded.workers_copy_weights(n) == (n == 32));  // both ways the workers may read the weights
     for (int step = 0; step < 24; ++step) {
-      switching_pool.set_cores(step % 6 < 3 ? Cores::crowded : Cores::free);
+      m.pool.set_cores(step % 6 < 3 ? Cores::crowded : Cores::free);
       const Context ctx{true, uint64_t(step)};
-      on_free.forward_backward(b.x, b.y, n, ctx), switching.forward_backward(b.x, b.y, n, ctx);
-      REQUIRE(switching_model.grads() == free_model.grads());
-      for (Model* m : {&free_model, &switching_model})
-        for (int64_t i = 0; i < m->num_params(); ++i) m->params()[size_t(i)] -= 0.05f * m->grads()[size_t(i)];
+      m.reference.forward_backward(b.x, b.y, n, ctx), m.threaded.forward_backward(b.x, b.y, n, ctx);
+      REQUIRE(m.model.grads() == m.reference_model.grads());
+      sgd_step(m.reference_model), sgd_step(m.model);
     }
   }
 }
 
 TEST_CASE("crowded cores: a batch never waits for a worker that the OS holds back inside a share") {
   const int classes = 3, n = 32;
-  const Split data = test::synthetic_split(n, classes, 9);
-  BatchLoader loader(data, n);
-  loader.reset_in_order();
-  const Batch b = loader.next();
-  Model free_model(kSpec, classes), crowded_model(kSpec, classes);
-  free_model.init_params(6), crowded_model.init_params(6);
-  ThreadPool free_pool(2, Cores::free), crowded_pool(2, Cores::crowded);
-  ThreadedModel on_free(free_model, free_pool), on_crowded(crowded_model, crowded_pool);
+  const SyntheticBatch batch(n, classes, 9);
+  const Batch& b = batch.b;
+  SideBySide m(kSpec, classes, 6, 2, Cores::crowded);
   // The first share the worker claims, it holds until released, as a thread that gets no core.
   std::atomic<int> claims{0};
   std::atomic<bool> release{false};
-  on_crowded.after_worker_claim = [&] {
+  m.threaded.after_worker_claim = [&] {
     if (claims++ == 0)
       while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   };
   const Context ctx{true, 3};
   auto steps = std::async(std::launch::async, [&] {
-    for (int step = 0; claims == 0 && step < 2000; ++step) on_crowded.forward_backward(b.x, b.y, n, ctx);
-    for (int step = 0; step < 5; ++step) on_crowded.forward_backward(b.x, b.y, n, ctx);  // the worker held
+    for (int step = 0; claims == 0 && step < 2000; ++step) m.threaded.forward_backward(b.x, b.y, n, ctx);
+    for (int step = 0; step < 5; ++step) m.threaded.forward_backward(b.x, b.y, n, ctx);  // the worker held
   });
   const bool finished = steps.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
   release = true;
   steps.get();
   CHECK(finished);
   CHECK(claims == 1);
-  CHECK(on_crowded.worker_shares() == 0);
-  on_free.forward_backward(b.x, b.y, n, ctx);
-  CHECK(crowded_model.grads() == free_model.grads());
+  CHECK(m.threaded.worker_shares() == 0);
+  m.reference.forward_backward(b.x, b.y, n, ctx);
+  CHECK(m.model.grads() == m.reference_model.grads());
 }
