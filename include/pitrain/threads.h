@@ -100,7 +100,12 @@ class ThreadPool {
 // share's buffer as soon as it is done, in that core's cache; then the chains' sums are added in
 // chain order. The result depends on S and L, never on which thread ran what. Each thread's share
 // buffers stay in its own core: where threads took shares as they came free and summed all of them
-// by ranges, a share's buffer went from core to core every step (forty-ninth pass). A worker that
+// by ranges, a share's buffer went from core to core every step (forty-ninth pass). Where the
+// calling thread updates the weights alone (workers_copy_weights), it also adds the chains' sums
+// alone, and a worker's chain ends by writing its sum to a buffer past its cache (chain_sums_):
+// where the two threads added the chains by halves, each then wrote lines that the other's cache
+// held, and the worker's weight gradients (Winograd's dU to dW, Dense's dW) took 2-3x as long as
+// the calling thread's (`cnn`, batch 32; bench/RESULTS.md, fifty-first pass). A worker that
 // the OS holds back inside its chain keeps the batch waiting for the chain's rest too. S is twice
 // the threads (on 2 threads, `cnn` at batch 32 ran faster in four shares of 8 rows than in two of
 // 16; forty-eighth pass), or more where a share's activations would pass kShareBytes: shares that
@@ -185,11 +190,15 @@ class ThreadedModel {
   // and context (first_row, batch_rows and prepared set here).
   LossStats share_forward_backward(Model& scratch, const float* x, const int32_t* y, int n, int count, int s,
                                    const Context& ctx, bool prepared);
-  // dst = src (n floats), for the workers to read: written past the calling thread's cache.
-  static void copy_for_workers(const float* src, float* dst, int64_t n);
+  // dst = a + b (n floats), or a where b is null, for another thread to read: written past the
+  // writer's cache.
+  static void write_for_another_core(const float* a, const float* b, float* dst, int64_t n);
   LossStats sum_stats(int count) const;      // of the last batch's `count` shares
   void add_share_to_chain(int s, int chain);  // the chain's buffer += share s's
-  void add_chains(int chain_count, int64_t lo, int64_t hi);  // share 0's buffer += the other chains', in order
+  void add_chain_sums(int n);                 // chain_sums_ for a batch of n rows, where it needs them
+  void write_chain_sum(int s, int chain);     // chain_sums_ of chain (1..) = its buffer + its last share s's
+  // Share 0's buffer += the other chains' sums, in chain order: from chain_sums_ where written_out.
+  void add_chains(int chain_count, bool written_out, int64_t lo, int64_t hi);
   // The crowded path (backups.cpp): the calling thread's part, a worker's part, their buffers.
   LossStats forward_backward_crowded(const float* x, const int32_t* y, int n, const Context& ctx);
   void worker_backups(int worker);
@@ -218,6 +227,9 @@ class ThreadedModel {
   // (`cnn`, batch 32; bench/results/threads_fortyeighth.md).
   std::vector<float> workers_params_;
   std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
+  // Chains 1..: (num_params) each worker chain's sum, written past the worker's cache
+  // (write_for_another_core) where the calling thread sums the chains alone.
+  std::vector<std::vector<float>> chain_sums_;
   std::vector<LossStats> stats_;  // of each share of the last batch
   uint64_t batches_ = 0;          // batches so far
   std::vector<uint64_t> prepared_batch_;  // (threads) the batch each thread's prepared weights are of

@@ -19,18 +19,24 @@ void add(const float* from, float* to, int64_t lo, int64_t hi) {
 
 }  // namespace
 
-// By x86's streaming stores where the build has them: they write whole lines to memory without
-// first taking them back from the cores that read the last copy (kept by the one trial in slow
-// minutes; in fast ones std::copy was as fast).
-void ThreadedModel::copy_for_workers(const float* src, float* dst, int64_t n) {
+// dst = a + b, or a where b is null. By x86's streaming stores where the build has them: they
+// write whole lines to memory without first taking them back from the cores that read the last
+// copy, and leave none behind in the writer's cache (kept by the one trial in slow minutes; in
+// fast ones std::copy was as fast).
+void ThreadedModel::write_for_another_core(const float* a, const float* b, float* dst, int64_t n) {
+  auto at = [&](int64_t i) { return b ? a[i] + b[i] : a[i]; };
 #if defined(__SSE__)
   int64_t i = 0;
-  for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % 16 != 0; ++i) dst[i] = src[i];
-  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
-  for (; i < n; ++i) dst[i] = src[i];
-  _mm_sfence();  // streaming stores are weakly ordered: done before the workers are started
+  for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % 16 != 0; ++i) dst[i] = at(i);
+  if (b) {
+    for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
+  } else {
+    for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(a + i));
+  }
+  for (; i < n; ++i) dst[i] = at(i);
+  _mm_sfence();  // streaming stores are weakly ordered: done before another thread is told
 #else
-  std::copy(src, src + n, dst);
+  for (int64_t i = 0; i < n; ++i) dst[i] = at(i);
 #endif
 }
 
@@ -66,6 +72,12 @@ void ThreadedModel::reserve(int batch) {
   const int threads = count > 1 ? pool_.size() : 1;
   for (int t = 0; t < threads; ++t) of_thread(t).reserve((batch + count - 1) / count);
   if (count > 1 && pool_.size() > 1) add_backup_scratch(count);  // here, where a lack of memory shows at the start
+  add_chain_sums(batch);
+}
+
+void ThreadedModel::add_chain_sums(int n) {
+  if (!workers_copy_weights(n)) return;
+  while (int(chain_sums_.size()) + 1 < chains(n)) chain_sums_.emplace_back(size_t(model_.num_params()));
 }
 
 void ThreadedModel::add_scratch(int count) {
@@ -96,7 +108,7 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   if (pool_.crowded()) {  // inference, or training that found the cores free just before: no worker to wait for
     for (int chain = 0; chain < chain_count; ++chain) chain_job(chain, 0);
   } else {
-    if (copy) copy_for_workers(model_.params().data(), workers_params_.data(), model_.num_params());
+    if (copy) write_for_another_core(model_.params().data(), nullptr, workers_params_.data(), model_.num_params());
     pool_.run_on_threads(chain_count, chain_job);
   }
 }
@@ -120,8 +132,14 @@ void ThreadedModel::add_share_to_chain(int s, int chain) {
   add(grads_of_share(s), grads_of_share(chain), 0, model_.num_params());
 }
 
-void ThreadedModel::add_chains(int chain_count, int64_t lo, int64_t hi) {
-  for (int chain = 1; chain < chain_count; ++chain) add(grads_of_share(chain), model_.grads().data(), lo, hi);
+void ThreadedModel::write_chain_sum(int s, int chain) {
+  write_for_another_core(grads_of_share(chain), s != chain ? grads_of_share(s) : nullptr, chain_sums_[size_t(chain - 1)].data(),
+                         model_.num_params());
+}
+
+void ThreadedModel::add_chains(int chain_count, bool written_out, int64_t lo, int64_t hi) {
+  for (int chain = 1; chain < chain_count; ++chain)
+    add(written_out ? chain_sums_[size_t(chain - 1)].data() : grads_of_share(chain), model_.grads().data(), lo, hi);
 }
 
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
@@ -141,14 +159,18 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     Model& m;
     ~OwnGrads() { m.bind_grads(m.grads().data()); }
   } own_grads{model_};
+  const int chain_count = chains(n);
+  const bool sum_alone = workers_copy_weights(n);  // as the calling thread updates alone (pool_for_update)
+  if (sum_alone) add_chain_sums(n);
   for_each_share(n, [&](Model& scratch, int s, int chain, int, int, bool prepared) {
     scratch.bind_grads(grads_of_share(s));
     stats_[size_t(s)] = share_forward_backward(scratch, x, y, n, count, s, ctx, prepared);
-    if (s != chain) add_share_to_chain(s, chain);
+    if (sum_alone && chain != 0 && s + chain_count >= count) write_chain_sum(s, chain);  // the chain's last share
+    else if (s != chain) add_share_to_chain(s, chain);
   });
   // Share 0's buffer gets the sum of the chains', each element added in chain order.
-  const int chain_count = chains(n);
-  pool_.run_ranges(model_.num_params(), [&](int64_t lo, int64_t hi) { add_chains(chain_count, lo, hi); });
+  if (sum_alone) add_chains(chain_count, true, 0, model_.num_params());
+  else pool_.run_ranges(model_.num_params(), [&](int64_t lo, int64_t hi) { add_chains(chain_count, false, lo, hi); });
   if (ready) ready(0);
   return sum_stats(count);
 }
