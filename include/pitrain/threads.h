@@ -102,10 +102,11 @@ class ThreadPool {
 // buffers stay in its own core: where threads took shares as they came free and summed all of them
 // by ranges, a share's buffer went from core to core every step (forty-ninth pass). Where the
 // calling thread updates the weights alone (workers_copy_weights), it also adds the chains' sums
-// alone, and a worker's chain ends by writing its sum to a buffer past its cache (chain_sums_):
-// where the two threads added the chains by halves, each then wrote lines that the other's cache
-// held, and the worker's weight gradients (Winograd's dU to dW, Dense's dW) took 2-3x as long as
-// the calling thread's (`cnn`, batch 32; bench/RESULTS.md, fifty-first pass). A worker that
+// alone, and every chain but the first ends by writing its sum to a buffer past its thread's
+// cache (chain_sums_): where the threads added the chains by ranges, each then wrote lines that
+// the other's cache held, and the worker's weight gradients (Winograd's dU to dW, Dense's dW)
+// took 2-3x as long as the calling thread's (`cnn`, batch 32, 2 threads, the only count
+// measured; bench/RESULTS.md, fifty-first pass). A worker that
 // the OS holds back inside its chain keeps the batch waiting for the chain's rest too. S is twice
 // the threads (on 2 threads, `cnn` at batch 32 ran faster in four shares of 8 rows than in two of
 // 16; forty-eighth pass), or more where a share's activations would pass kShareBytes: shares that
@@ -197,8 +198,10 @@ class ThreadedModel {
   void add_share_to_chain(int s, int chain);  // the chain's buffer += share s's
   void add_chain_sums(int n);                 // chain_sums_ for a batch of n rows, where it needs them
   void write_chain_sum(int s, int chain);     // chain_sums_ of chain (1..) = its buffer + its last share s's
-  // Share 0's buffer += the other chains' sums, in chain order: from chain_sums_ where written_out.
-  void add_chains(int chain_count, bool written_out, int64_t lo, int64_t hi);
+  // Share 0's buffer += the other chains' sums, in chain order: each in its first share's
+  // buffer, or written out to chain_sums_.
+  enum class ChainSums { in_chain_buffers, written_out };
+  void add_chains(int chain_count, ChainSums sums, int64_t lo, int64_t hi);
   // The crowded path (backups.cpp): the calling thread's part, a worker's part, their buffers.
   LossStats forward_backward_crowded(const float* x, const int32_t* y, int n, const Context& ctx);
   void worker_backups(int worker);

@@ -21,8 +21,9 @@ void add(const float* from, float* to, int64_t lo, int64_t hi) {
 
 // dst = a + b, or a where b is null. By x86's streaming stores where the build has them: they
 // write whole lines to memory without first taking them back from the cores that read the last
-// copy, and leave none behind in the writer's cache (kept by the one trial in slow minutes; in
-// fast ones std::copy was as fast).
+// copy, and leave none behind in the writer's cache, so that the reader's next writes there
+// take no line back from the writer either. For the copy of the weights std::copy was as fast
+// in fast minutes, slower in slow ones (forty-eighth pass); for the chains' sums, threads.h.
 void ThreadedModel::write_for_another_core(const float* a, const float* b, float* dst, int64_t n) {
   auto at = [&](int64_t i) { return b ? a[i] + b[i] : a[i]; };
 #if defined(__SSE__)
@@ -137,9 +138,11 @@ void ThreadedModel::write_chain_sum(int s, int chain) {
                          model_.num_params());
 }
 
-void ThreadedModel::add_chains(int chain_count, bool written_out, int64_t lo, int64_t hi) {
-  for (int chain = 1; chain < chain_count; ++chain)
-    add(written_out ? chain_sums_[size_t(chain - 1)].data() : grads_of_share(chain), model_.grads().data(), lo, hi);
+void ThreadedModel::add_chains(int chain_count, ChainSums sums, int64_t lo, int64_t hi) {
+  for (int chain = 1; chain < chain_count; ++chain) {
+    const float* sum = sums == ChainSums::written_out ? chain_sums_[size_t(chain - 1)].data() : grads_of_share(chain);
+    add(sum, model_.grads().data(), lo, hi);
+  }
 }
 
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
@@ -161,7 +164,7 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
   } own_grads{model_};
   const int chain_count = chains(n);
   const bool sum_alone = workers_copy_weights(n);  // as the calling thread updates alone (pool_for_update)
-  if (sum_alone) add_chain_sums(n);
+  add_chain_sums(n);
   for_each_share(n, [&](Model& scratch, int s, int chain, int, int, bool prepared) {
     scratch.bind_grads(grads_of_share(s));
     stats_[size_t(s)] = share_forward_backward(scratch, x, y, n, count, s, ctx, prepared);
@@ -169,8 +172,12 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     else if (s != chain) add_share_to_chain(s, chain);
   });
   // Share 0's buffer gets the sum of the chains', each element added in chain order.
-  if (sum_alone) add_chains(chain_count, true, 0, model_.num_params());
-  else pool_.run_ranges(model_.num_params(), [&](int64_t lo, int64_t hi) { add_chains(chain_count, false, lo, hi); });
+  if (sum_alone) {
+    add_chains(chain_count, ChainSums::written_out, 0, model_.num_params());
+  } else {
+    pool_.run_ranges(model_.num_params(),
+                     [&](int64_t lo, int64_t hi) { add_chains(chain_count, ChainSums::in_chain_buffers, lo, hi); });
+  }
   if (ready) ready(0);
   return sum_stats(count);
 }
