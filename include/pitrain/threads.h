@@ -105,7 +105,7 @@ class ThreadPool {
 // alone, and every chain but the first ends by writing its sum to a buffer past its thread's
 // cache (chain_sums_): where the threads added the chains by ranges, each then wrote lines that
 // the other's cache held, and the worker's weight gradients (Winograd's dU to dW, Dense's dW)
-// took 2-3x as long as the calling thread's (`cnn`, batch 32, 2 threads, the only count
+// took 2x-3.2x as long as the calling thread's (`cnn`, batch 32, 2 threads, the only count
 // measured; bench/RESULTS.md, fifty-first pass). A worker that
 // the OS holds back inside its chain keeps the batch waiting for the chain's rest too. S is twice
 // the threads (on 2 threads, `cnn` at batch 32 ran faster in four shares of 8 rows than in two of
