@@ -1,39 +1,95 @@
 #!/usr/bin/env bash
-# Sets up every host of a hostfile over ssh, in one step: installs the Debian / Raspberry Pi OS
-# packages, copies this source tree to the same path and builds it there, and copies the
-# dataset to the same path, so that `mpirun --hostfile FILE` finds both on every host.
-# usage: mpi_hostfiles/setup_hosts.sh HOSTFILE [--data FILE] [--user NAME] [--dry-run]
-#   --dry-run prints the commands instead of running them. Needs passwordless ssh and sudo.
+# Sets up every host of a hostfile over ssh, all hosts at once: installs the packages of
+# packages.txt (build, lib and run), copies this source tree to the same path and builds pitrain
+# there, and copies the dataset to the same path, so that `mpirun --hostfile FILE` finds both on
+# every host. Needs passwordless ssh to each host, and root or passwordless sudo there.
+# test/fresh_hosts.sh runs it on two fresh Debian 12 roots.
 set -euo pipefail
-hostfile=${1:?usage: setup_hosts.sh HOSTFILE [--data FILE] [--user NAME] [--dry-run]}
+usage="usage: setup_hosts.sh HOSTFILE [--data FILE] [--user NAME] [--jobs N] [--rsh COMMAND] [--dry-run]
+  --data FILE    copy this dataset to the same path on every host
+  --user NAME    log in as NAME (default: as in your ssh config)
+  --jobs N       build with N parallel jobs (1 on a Pi with 1 GB of memory)
+  --rsh COMMAND  the ssh command, for ssh and rsync (default: ssh), e.g. \"ssh -p 2222\"
+  --dry-run      print the commands instead of running them"
+fail() { echo "setup_hosts.sh: $*" >&2; exit 2; }
+[ $# -gt 0 ] && [ "${1#-}" = "$1" ] || fail "name a hostfile first; $usage"
+hostfile=$1
 shift
-data="" user="" dry=0
+data="" user="" jobs="" rsh=ssh dry=0
 while [ $# -gt 0 ]; do
   case $1 in
+    --data|--user|--jobs|--rsh) [ $# -ge 2 ] || fail "$1 needs a value; $usage" ;;&
     --data) data=$2; shift ;;
     --user) user=$2@; shift ;;
+    --jobs) [[ $2 =~ ^[1-9][0-9]*$ ]] || fail "--jobs takes a number of jobs, such as --jobs 1"; jobs="-j $2"; shift ;;
+    --rsh) rsh=$2; shift ;;
     --dry-run) dry=1 ;;
-    *) echo "setup_hosts.sh: unknown option $1" >&2; exit 2 ;;
+    *) fail "unknown option $1; $usage" ;;
   esac
   shift
 done
-[ -f "$hostfile" ] || { echo "setup_hosts.sh: $hostfile: no such hostfile" >&2; exit 2; }
-[ -z "$data" ] || [ -f "$data" ] || { echo "setup_hosts.sh: --data $data: no such file" >&2; exit 2; }
+[ -f "$hostfile" ] || fail "$hostfile: no such hostfile"
+[ -z "$data" ] || [ -f "$data" ] || fail "--data $data: no such file"
 src=$(cd "$(dirname "$0")/.." && pwd)
-packages="g++ meson ninja-build pkg-config openmpi-bin libopenmpi-dev libeigen3-dev libhdf5-dev libcxxopts-dev \
-catch2 libopenblas-dev libpng-dev zlib1g-dev rsync"  # the same names on Debian 12 and Raspberry Pi OS 12
+read -ra rsh_cmd <<<"$rsh"
+mapfile -t packages < <("$src/packages.sh" build lib run)
+[ -z "$data" ] || data=$(cd "$(dirname "$data")" && pwd)/$(basename "$data")
+
+# A host is the first word of a line that is not a comment. Only host names and addresses pass
+# (optionally user@): a name that ssh would read as an option, or a shell would expand, stops here.
+name_re='^[][A-Za-z0-9._:%@-]+$'
+hosts=()
+lineno=0
+while IFS= read -r line || [ -n "$line" ]; do
+  lineno=$((lineno + 1))
+  read -r host _ <<<"${line%%#*}" || true
+  [ -n "$host" ] || continue
+  if [[ ! $host =~ $name_re ]] || [ "${host#-}" != "$host" ]; then
+    fail "$hostfile line $lineno: '$host' is not a host name or address (letters, digits, . - _ : [ ] % @; not starting with -)"
+  fi
+  [[ " ${hosts[*]} " == *" $host "* ]] || hosts+=("$host")
+done <"$hostfile"
+[ "${#hosts[@]}" -gt 0 ] || fail "$hostfile names no host"
+
 run() {
   if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; else "$@"; fi
 }
-for host in $(awk '!/^#/ && NF {print $1}' "$hostfile"); do
-  echo "== $host" >&2
-  run ssh "$user$host" "sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q $packages"
-  run ssh "$user$host" "mkdir -p '$src'"
-  run rsync -a --delete --exclude 'build*/' --exclude '*.h5' --exclude datasets/quickdraw/ "$src/" "$user$host:$src/"
-  run ssh "$user$host" "cd '$src' && { [ -f build/build.ninja ] || meson setup build; } && meson compile -C build"
+remote() {  # remote HOST COMMAND: one shell command line on HOST
+  run "${rsh_cmd[@]}" -- "$user$1" "$2"
+}
+q() { printf '%q' "$1"; }
+
+setup_host() {
+  local host=$1
+  remote "$host" "s=; [ \"\$(id -u)\" -eq 0 ] || s=sudo; \$s apt-get update -q &&
+    \$s env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends ${packages[*]}"
+  remote "$host" "mkdir -p $(q "$src")"
+  run rsync -a --delete -e "$rsh" --exclude 'build*/' --exclude '*.h5' --exclude datasets/quickdraw/ \
+    "$src/" "$user$host:$src/"
+  remote "$host" "cd $(q "$src") && { [ -f build/build.ninja ] || meson setup build; } &&
+    meson compile -C build $jobs pitrain:executable"
   if [ -n "$data" ]; then
-    abs=$(cd "$(dirname "$data")" && pwd)/$(basename "$data")
-    run ssh "$user$host" "mkdir -p '$(dirname "$abs")'"
-    run rsync -a "$abs" "$user$host:$abs"
+    remote "$host" "mkdir -p $(q "$(dirname "$data")")"
+    run rsync -a -e "$rsh" "$data" "$user$host:$data"
   fi
+}
+
+if [ "$dry" = 1 ]; then
+  for host in "${hosts[@]}"; do echo "== $host"; setup_host "$host"; done
+  exit 0
+fi
+echo "setup_hosts.sh: setting up ${hosts[*]} at once; each line below starts with its host" >&2
+pids=()
+for host in "${hosts[@]}"; do
+  (set -e; setup_host "$host") > >(sed -u "s/^/[$host] /") 2>&1 &
+  pids+=($!)
 done
+failed=()
+for i in "${!hosts[@]}"; do
+  wait "${pids[$i]}" || failed+=("${hosts[$i]}")
+done
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "setup_hosts.sh: failed on ${failed[*]}: see the lines starting with [host] above" >&2
+  exit 1
+fi
+echo "setup_hosts.sh: ${hosts[*]} ready: pitrain at $src/build/pitrain${data:+, data at $data}" >&2

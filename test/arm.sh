@@ -25,22 +25,14 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 step() { echo "== test/arm.sh $arch: $* ($(date -u +%T))"; }
 
-# A mirror that is being synced fails for a moment: three tries, then the failure stands.
-retry() {
-  local i
-  for i in 1 2 3; do
-    "$@" && return 0
-    echo "test/arm.sh: failed (try $i of 3): $*" >&2
-    [ "$i" -lt 3 ] && sleep 30
-  done
-  return 1
-}
+# shellcheck source=test/debian_root.sh
+. test/debian_root.sh
 
 step "host packages"
 retry apt-get update -q
+mapfile -t packages < <(./packages.sh arm)
 retry env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-  qemu-user-static binfmt-support mmdebstrap arch-test "crossbuild-essential-$arch" meson ninja-build pkg-config \
-  openmpi-bin dataset-fashion-mnist
+  "${packages[@]}" "crossbuild-essential-$arch"
 
 step "binfmt_misc"
 if ! mountpoint -q /proc/sys/fs/binfmt_misc && ! mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc; then
@@ -49,40 +41,18 @@ if ! mountpoint -q /proc/sys/fs/binfmt_misc && ! mount -t binfmt_misc binfmt_mis
 fi
 update-binfmts --enable "qemu-$qemu"
 
-# The target root: bookworm's $arch -dev packages, from the mirrors this machine's apt uses.
+# The target root: bookworm's $arch packages of the lib kind (the libraries the build links).
 cache=${PITRAIN_ARM_CACHE:-/var/cache/pitrain-arm}
 root=$cache/bookworm-$arch
-packages=libhdf5-dev,libopenmpi-dev,libopenblas-dev,libpng-dev,zlib1g-dev,libeigen3-dev,libcxxopts-dev,nlohmann-json3-dev,libcpp-httplib-dev,catch2
-make_root() {
-  rm -rf "$root.tmp"
-  mmdebstrap --variant=apt --architectures="$arch" --include="$packages" --aptopt='Acquire::Retries "3"' \
-    bookworm "$root.tmp" "${sources[@]}"
-}
+packages=$(./packages.sh lib | paste -sd, -)
 if [ "$(cat "$root/.pitrain-packages" 2>/dev/null)" != "$packages" ]; then
   step "target root $root (a few minutes, once)"
-  mapfile -t sources < <(apt-get indextargets --format '$(TARGET_OF) $(REPO_URI) $(RELEASE) $(COMPONENT)' |
-    awk '$1 == "deb" && $3 ~ /^bookworm/ { print "deb " $2 " " $3 " " $4 }' | sort -u)
-  if [ "${#sources[@]}" -eq 0 ]; then
-    echo "test/arm.sh: apt knows no bookworm mirror (apt-get indextargets); add one to /etc/apt/sources.list" >&2
-    exit 1
-  fi
-  mkdir -p "$cache"
-  # A mirror whose security index stays inconsistent (seen here for armhf: "File has unexpected
-  # size" through every retry) must not block the test: after the retries the root is made from
-  # bookworm and bookworm-updates alone, and the script says so.
-  if ! retry make_root; then
-    mapfile -t sources < <(printf '%s\n' "${sources[@]}" | grep -v -- '-security ')
-    echo "test/arm.sh: WARNING: the target root could not be made with bookworm-security (see above);" \
-      "making it without the security updates (the same ABI: fine for these tests, not for a Pi)" >&2
-    make_root
-  fi
+  make_bookworm_root "$root" --architectures="$arch" --include="$packages"
   # The cross linker and qemu see the root from outside: its absolute symlinks (update-alternatives'
   # BLAS and LAPACK ones) would point into the host, so they are made relative.
-  find "$root.tmp" -type l -lname '/*' | while read -r link; do
-    ln -sfn "$(realpath -s -m --relative-to="$(dirname "$link")" "$root.tmp$(readlink "$link")")" "$link"
+  find "$root" -type l -lname '/*' | while read -r link; do
+    ln -sfn "$(realpath -s -m --relative-to="$(dirname "$link")" "$root$(readlink "$link")")" "$link"
   done
-  rm -rf "$root"
-  mv "$root.tmp" "$root"
   echo "$packages" > "$root/.pitrain-packages"
 fi
 # Every arm program (the tests, and mpirun's children) loads its libraries from the root.

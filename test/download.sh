@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# datasets/download_quickdraw.sh against generated numpy_bitmap files behind a file:// URL (curl
+# takes byte ranges there as from a web server): it keeps the first MAX rows bit for bit, fetches
+# only the header and those rows, keeps every row of a shorter file, refuses a file that is not
+# (N, 784) uint8 with its name, and prepares the .h5.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+export PITRAIN=${PITRAIN:?set PITRAIN to the pitrain binary}
+work=$(mktemp -d /tmp/pitrain-download-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/bucket" "$work/out"
+/usr/bin/python3 - "$work/bucket" <<'PY'
+import numpy as np, sys
+rng = np.random.default_rng(1)
+np.save(f"{sys.argv[1]}/apple.npy", rng.integers(0, 256, (3000, 784), dtype=np.uint8))
+np.save(f"{sys.argv[1]}/hot dog.npy", rng.integers(0, 256, (700, 784), dtype=np.uint8))  # fewer than MAX
+np.save(f"{sys.argv[1]}/float.npy", np.zeros((10, 784), dtype=np.float32))
+PY
+printf 'apple\nhot dog\n' >"$work/list.txt"
+QUICKDRAW_URL=file://$work/bucket QUICKDRAW_DIR=$work/out bash "$here/datasets/download_quickdraw.sh" \
+  "$work/list.txt" 1000 | tee "$work/log"
+# Header (128 bytes) + rows: 1000 + 700 rows of 784 bytes.
+grep -qx "downloaded $(awk 'BEGIN { printf "%.1f", (2 * 128 + 1700 * 784) / 1e6 }') MB in all" "$work/log"
+grep -q "fetched hot dog: 700 of its 700 drawings" "$work/log"
+/usr/bin/python3 - "$work" <<'PY'
+import numpy as np, sys
+w = sys.argv[1]
+for name, rows in [("apple", 1000), ("hot dog", 700)]:
+    got, full = np.load(f"{w}/out/quickdraw/{name}.npy"), np.load(f"{w}/bucket/{name}.npy")
+    assert got.shape == (rows, 784) and (got == full[:rows]).all(), (name, got.shape)
+PY
+grep -q "wrote $work/out/quickdraw.h5: 1700 images in 2 classes" "$work/log"
+
+printf 'float\n' >"$work/float.txt"
+if QUICKDRAW_URL=file://$work/bucket QUICKDRAW_DIR=$work/out bash "$here/datasets/download_quickdraw.sh" \
+  "$work/float.txt" 5 2>"$work/err"; then
+  echo "a float32 file was accepted"; exit 1
+fi
+cat "$work/err"
+grep -q "float: file://$work/bucket/float.npy is not a numpy_bitmap file" "$work/err"
+echo "download: ok"

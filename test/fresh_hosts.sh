@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# mpi_hostfiles/setup_hosts.sh on fresh hosts, as a Pi owner runs it: two fresh Debian 12 roots
+# (mmdebstrap --variant=apt: apt and the essential packages, nothing of pitrain's) are the hosts
+# fresh1 and fresh2, reached through test/root_ssh.sh, an ssh stand-in that runs each command
+# inside a host's root under the host's name. setup_hosts.sh, unchanged, brings the packages, the
+# source, the build and the data to both; then `mpirun --hostfile` trains 2 ranks across them.
+# Slow (two package installs and two builds on this machine's cores: about 20 minutes), so it is
+# a command of its own, not part of `meson test`.
+# usage, as root on Debian 12 after quickstart.sh: bash test/fresh_hosts.sh [--keep]
+#   --keep  leave the hosts' roots in /var/tmp/pitrain-fresh for a look inside
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+keep=false
+if [ "${1:-}" = --keep ]; then keep=true; elif [ -n "${1:-}" ]; then
+  echo "test/fresh_hosts.sh: unknown option $1; use --keep" >&2; exit 2
+fi
+[ "$(id -u)" -eq 0 ] || { echo "test/fresh_hosts.sh: run it as root: it makes Debian roots and enters them" >&2; exit 2; }
+[ -x build/pitrain ] || { echo "test/fresh_hosts.sh: no build/pitrain: run bash quickstart.sh first" >&2; exit 2; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+step() { echo "== test/fresh_hosts.sh: $* ($(date -u +%T), ${SECONDS} s)"; }
+# shellcheck source=test/debian_root.sh
+. test/debian_root.sh
+
+step "this machine's tools"
+retry apt-get update -q
+mapfile -t packages < <(./packages.sh fresh run)
+retry env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}"
+
+# One pristine root, kept between runs; each run's hosts are fresh copies of it.
+base=${PITRAIN_FRESH_CACHE:-/var/cache/pitrain-fresh}/bookworm
+if [ ! -f "$base/etc/debian_version" ]; then
+  step "a fresh Debian 12 root in $base (once)"
+  make_bookworm_root "$base"
+fi
+export PITRAIN_ROOTS=/var/tmp/pitrain-fresh
+rm -rf "$PITRAIN_ROOTS"
+mkdir -p "$PITRAIN_ROOTS"
+$keep || trap 'rm -rf "$PITRAIN_ROOTS"' EXIT
+work=$PITRAIN_ROOTS/head  # this machine's files for the run, at the same path on the hosts
+mkdir -p "$work"
+printf 'fresh1 slots=1\nfresh2 slots=1\n' >"$work/hosts"
+for host in fresh1 fresh2; do
+  cp -a "$base" "$PITRAIN_ROOTS/$host"
+  if PITRAIN_ROOTS=$PITRAIN_ROOTS test/root_ssh.sh "$host" "command -v g++ meson mpirun rsync" >/dev/null; then
+    echo "test/fresh_hosts.sh: $host is not fresh: it has a compiler, meson, mpirun or rsync already" >&2
+    exit 1
+  fi
+done
+
+step "the data (Fashion-MNIST, prepared on this machine)"
+build/pitrain prepare --idx /usr/share/datasets/fashion-mnist --classes datasets/fashion-mnist.txt --out "$work/data.h5"
+
+step "setup_hosts.sh on fresh1 and fresh2 (packages, source, build, data: the slow part)"
+mpi_hostfiles/setup_hosts.sh "$work/hosts" --data "$work/data.h5" --rsh "$src/test/root_ssh.sh"
+for host in fresh1 fresh2; do
+  for file in "$src/build/pitrain" "$work/data.h5"; do
+    [ -f "$PITRAIN_ROOTS/$host$file" ] || { echo "test/fresh_hosts.sh: $host has no $file after setup_hosts.sh" >&2; exit 1; }
+  done
+done
+
+step "mpirun -np 2 across fresh1 and fresh2"
+mpi=(mpirun -np 2 --hostfile "$work/hosts" --map-by node --bind-to none --mca plm_rsh_agent "$src/test/root_ssh.sh")
+names=$("${mpi[@]}" hostname </dev/null | sort | paste -sd ' ' -)
+[ "$names" = "fresh1 fresh2" ] || { echo "test/fresh_hosts.sh: the ranks ran on '$names', not on fresh1 and fresh2" >&2; exit 1; }
+"${mpi[@]}" "$src/build/pitrain" train --data "$work/data.h5" --epochs 2 --steps-per-epoch 30 --threads 1 \
+  --seed 1 --checkpoint "$work/model.h5" --log "$work/run.csv" </dev/null | tee "$work/train.log"
+# Rank 0 runs on fresh1: its checkpoint and log are inside fresh1's root, not on this machine.
+[ -f "$PITRAIN_ROOTS/fresh1$work/model.h5" ] && [ ! -e "$work/model.h5" ] ||
+  { echo "test/fresh_hosts.sh: no checkpoint from rank 0 inside fresh1" >&2; exit 1; }
+python3 - "$PITRAIN_ROOTS/fresh1$work/run.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+losses = [float(r["loss"]) for r in rows]
+assert len(rows) == 2 and losses[-1] < losses[0], f"no learning across the two hosts: {losses}"
+print(f"losses by epoch {losses}: two fresh hosts trained together")
+PY
+step "ok"
