@@ -11,7 +11,7 @@
 # program of ours, bench/netns_delay.cpp, holds each host's outgoing frames). A host's
 # quota runs it 5 ms of every 10 and then stops it, which no Pi does: hosts with short steps
 # (mlp: ~11 steps a period) drift apart by several steps between rounds and wait for each
-# other at the next (bench/RESULTS.md, tenth pass).
+# other at the next.
 #
 # Needs (Debian): iproute2, gnuplot-nox for the plot, python3-torch python3-h5py for the peer.
 # usage: bench/cluster.sh [options]
@@ -127,9 +127,9 @@ run_config() {
         echo "  run $run stopped during training ($log)" >&2
         break
       fi
-      # The emulated launcher now and then leaves a host's orted unstarted (bench/RESULTS.md,
-      # seventh pass; twice in a row in the twenty-seventh): a run that never started training
-      # is started again, up to three times, as bench/cluster_ab.sh does.
+      # The emulated launcher now and then leaves a host's orted unstarted, at times twice in a
+      # row: a run that never started training is started again, up to three times, as
+      # bench/cluster_ab.sh does.
       echo "  run $run stopped before training started: MPI start-up or data loading ($log)" >&2
     done
   else

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Final validation accuracy of each way of synchronising (bench/sync_variants.txt) against one
-# host, at the cluster benchmark's budget: cnn at batch 32 a rank (or the magazine's mlp at 8),
-# 4 ranks, 10 x 9,600 images (--images: another budget), for several seeds. Training is
-# deterministic for a seed whatever the links, so this runs on one machine (mpirun
-# --oversubscribe); bench/sync_variants.sh
-# measures the times. With --target, each cell also gives the validation that first reached
-# the target ("-": none), counting validations every --eval-images images (default 9,600; 3,200
-# is bench/cluster.sh's mlp runs, 30 validations).
+# Final validation accuracy of each way of synchronising in a list of bench/sync_variants/
+# (default.txt unless --variants) against one host, at the cluster benchmark's budget: cnn at
+# batch 32 a rank (or the magazine's mlp at 8), 4 ranks, 10 x 9,600 images (--images: another
+# budget), for several seeds. Training is deterministic for a seed whatever the links, so this
+# runs on one machine (mpirun --oversubscribe); bench/sync_variants.sh measures the times. With
+# --target, each cell also gives the validation that first reached the target ("-": none),
+# counting validations every --eval-images images (default 9,600; 3,200 is bench/cluster.sh's
+# mlp runs, 30 validations).
 # usage: bench/sync_accuracy.sh [--model cnn|mlp] [--variants FILE] [--eval-images N] [--images N] [--target A] [SEED...]
 #        (the magazine's budget, mlp: --eval-images 8192 --images 262144, 32 epochs of 256 steps on 4 ranks)
-#        (default cnn, bench/sync_variants.txt, seeds 0 1 2; about 10 minutes on 2 cores)
+#        (default cnn, bench/sync_variants/default.txt, seeds 0 1 2; about 10 minutes on 2 cores)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
-model=cnn variants=$root/bench/sync_variants.txt eval_images=9600 images=96000 target=
+model=cnn variants=$root/bench/sync_variants/default.txt eval_images=9600 images=96000 target=
 while [ $# -gt 0 ]; do
   case $1 in
     --model) model=$2; shift 2 ;;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What makes four emulated hosts beat one: pitrain's cluster benchmark (bench/cluster.sh) on the
-# wlan and ethernet profiles, once per way of synchronising in bench/sync_variants.txt, each
-# against one host, every configuration run R times (medians). Root only. A variant whose
+# wlan and ethernet profiles, once per way of synchronising in bench/sync_variants/default.txt,
+# each against one host, every configuration run R times (medians). Root only. A variant whose
 # results are already in OUT_DIR (with its line of the variants file in v*/variant.txt, since
 # lines move when the file is edited) is not run again. Final accuracies at the full budget:
 # bench/sync_accuracy.sh.
@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/bench/results-sync}
 repeat=${2:-3}
 mkdir -p "$out"
-mapfile -t variants < <(grep -v '^#' "$root/bench/sync_variants.txt")
+mapfile -t variants < <(grep -v '^#' "$root/bench/sync_variants/default.txt")
 for i in "${!variants[@]}"; do
   IFS='|' read -r name train_args <<<"${variants[$i]}"
   [ -f "$out/v$i/cluster.md" ] && [ "$(cat "$out/v$i/variant.txt" 2>/dev/null)" = "${variants[$i]}" ] && continue

@@ -35,8 +35,8 @@ awk -v r="$rtt_ms" 'BEGIN { exit !(r >= 6) }' || { echo "the latency was not add
 teardown
 latency_us=0
 # Twice each (the table gives medians), with the slow-link recipe and an overlapped round.
-# A rare launch on the emulated hosts never reaches training (bench/RESULTS.md, "Stalls"): the
-# median row needs one of the two runs, and a stalled run's log is shown.
+# A rare launch on the emulated hosts never reaches training: the median row needs one of the
+# two runs, and a stalled run's log is shown.
 BUILD=$(dirname "$PITRAIN") timeout 300 bash "$here/bench/cluster.sh" --smoke --repeat 2 --max-seconds 60 --out "$out" \
   --latency 1 --train-args "--sync-every 4 --overlap --grad-dtype bf16 --error-feedback --lr-scaling linear"
 cat "$out/cluster.md"

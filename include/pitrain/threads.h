@@ -227,7 +227,7 @@ class ThreadedModel {
   // workers' cores. Where both threads read the weights and updated half each, on a VM whose
   // two vCPUs were at times far apart, the update took 3.5x as long, its largest cost in those
   // minutes; with the copy, two threads made 20,959 images/s against 19,092 in such minutes
-  // (`cnn`, batch 32; bench/results/threads_fortyeighth.md).
+  // (`cnn`, batch 32).
   std::vector<float> workers_params_;
   std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
   // Chains 1..: (num_params) each worker chain's sum, written past the worker's cache
