@@ -171,8 +171,19 @@ PY
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 bash "$here/mpi_hostfiles/setup_hosts.sh" "$here/mpi_hostfiles/pis" --dry-run --data "$work/d.h5" >"$work/setup" 2>&1
-[ "$(grep -c '^ssh raspi[1-4] sudo' "$work/setup")" -eq 4 ] && [ "$(grep -c "^rsync -a .*d.h5 raspi" "$work/setup")" -eq 4 ] \
+[ "$(grep -c '^ssh -- raspi[1-4] .*apt-get install .*libhdf5-dev' "$work/setup")" -eq 4 ] &&
+  [ "$(grep -c "^rsync -a -e ssh .*d.h5 raspi[1-4]:" "$work/setup")" -eq 4 ] &&
+  [ "$(grep -c "meson compile -C build pitrain:executable" "$work/setup")" -eq 4 ] \
   || { fail "setup_hosts.sh --dry-run"; cat "$work/setup"; }
+# A hostfile name that ssh would read as an option is refused, naming the line, before any
+# command runs: the remote shell records every call.
+printf '#!/bin/sh\necho "$@" >>%s\n' "$work/rsh-calls" >"$work/rsh" && chmod +x "$work/rsh"
+printf 'raspi1 slots=1\n-oProxyCommand=touch${IFS}%s slots=1\n' "$work/owned" >"$work/evil-hosts"
+if bash "$here/mpi_hostfiles/setup_hosts.sh" "$work/evil-hosts" --rsh "$work/rsh" >"$work/setup" 2>&1 ||
+  ! grep -q "evil-hosts:2: '-oProxyCommand=.*' is not a host name" "$work/setup" ||
+  [ -e "$work/rsh-calls" ] || [ -e "$work/owned" ]; then
+  fail "setup_hosts.sh ran with a hostfile name that is an ssh option"; cat "$work/setup"
+fi
 
 echo "bad input:"
 printf 'not hdf5' >"$work/text.h5"
@@ -199,6 +210,9 @@ expect_error "elastic: leave out --expect-ranks" "$PITRAIN" elastic --hostfile "
 expect_error "elastic: --min-hosts 5 but" "$PITRAIN" elastic --hostfile "$here/mpi_hostfiles/pis" --min-hosts 5 -- train --checkpoint m.h5
 expect_error "/nonexistent: cannot read the hostfile" "$PITRAIN" elastic --hostfile /nonexistent -- train --checkpoint m.h5
 expect_error "unknown command 'fit'" "$PITRAIN" fit
+expect_error "serve: --connections 0: use 1-256" "$PITRAIN" serve --model "$work/m.h5" --connections 0
+expect_error "serve: --threads 300: use 1-256" "$PITRAIN" serve --model "$work/m.h5" --threads 300
+expect_error "serve: --threads is the old name of --connections: give one" "$PITRAIN" serve --model "$work/m.h5" --threads 4 --connections 4
 expect_error "cannot write there" "$PITRAIN" train --data "$work/d.h5" --checkpoint /nonexistent/dir/m.h5
 expect_error "not a pitrain checkpoint" "$PITRAIN" evaluate --model "$work/d.h5" --data "$work/d.h5"
 expect_error "export: give --model FILE.h5 and --tfjs DIR" "$PITRAIN" export --model "$work/m.h5"

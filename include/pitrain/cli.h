@@ -19,10 +19,22 @@ int serve(int argc, char** argv, Comm& comm);
 int elastic(int argc, char** argv);
 int export_model(int argc, char** argv, Comm& comm);  // `pitrain export`
 
+// The options of `pitrain <command>`: --help's usage line reads "pitrain <command> [OPTION...]".
+cxxopts::Options command_options(const std::string& command, const std::string& description);
+
+// How --help lists a command's options: its groups in this order (cxxopts would sort them by
+// name; none: the one unnamed group), then the examples, if any.
+struct HelpLayout {
+  std::vector<std::string> groups;
+  std::string examples;
+};
+
 // Parses, turning cxxopts' exceptions into UsageError. Returns false after printing --help
 // (rank 0, or where `speaks`), in which case the subcommand returns 0.
-bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result);
-bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks, cxxopts::ParseResult& result);
+bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result,
+           const HelpLayout& layout = {});
+bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks, cxxopts::ParseResult& result,
+           const HelpLayout& layout = {});
 
 // UsageError(message) unless ok.
 void require(bool ok, const std::string& message);

@@ -13,11 +13,13 @@ namespace pitrain::cli {
 
 int evaluate(int argc, char** argv, Comm& comm) {
   std::string model_path, data_path, split;
-  cxxopts::Options options("evaluate", "Loss, accuracy, per-class accuracy and confusion matrix of a checkpoint");
+  cxxopts::Options options =
+      command_options("evaluate", "Loss, accuracy, per-class accuracy and confusion matrix of a checkpoint on a dataset");
   options.add_options()
-    ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value(model_path))
-    ("data", "Dataset from `pitrain prepare`", cxxopts::value(data_path))
-    ("split", "train or val", cxxopts::value(split)->default_value("val"));
+    ("model", "Checkpoint from `pitrain train --checkpoint` (required; rank 0 alone reads it)", cxxopts::value(model_path),
+     "FILE")
+    ("data", "Dataset from `pitrain prepare`, of the checkpoint's classes (required)", cxxopts::value(data_path), "FILE")
+    ("split", "train or val", cxxopts::value(split)->default_value("val"), "NAME");
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
   require(!model_path.empty() && !data_path.empty(), "evaluate: --model FILE.h5 and --data FILE.h5 are required");
@@ -29,7 +31,7 @@ int evaluate(int argc, char** argv, Comm& comm) {
   run_together(comm, [&] {
     slice = load_rank_slice(data_path, split, comm.rank(), comm.size());
     if (comm.rank() != 0) return;
-    ckpt.emplace(load_checkpoint(model_path));
+    ckpt.emplace(load_checkpoint(model_path, kEvalBatch));
     if (slice.class_names != ckpt->class_names)
       throw Error(data_path + ": class_names differ from the checkpoint's; evaluate on data of the same classes");
     spec = ckpt->model.spec();

@@ -8,10 +8,10 @@ namespace pitrain::cli {
 
 int export_model(int argc, char** argv, Comm& comm) {
   std::string model_path, tfjs_dir;
-  cxxopts::Options options("export", "Write a checkpoint's model as a TensorFlow.js Layers model");
+  cxxopts::Options options = command_options("export", "Write a checkpoint's model as a TensorFlow.js Layers model");
   options.add_options()
-    ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value(model_path))
-    ("tfjs", "Folder for model.json and group1-shard1of1.bin (made if missing)", cxxopts::value(tfjs_dir));
+    ("model", "Checkpoint from `pitrain train --checkpoint` (required)", cxxopts::value(model_path), "FILE")
+    ("tfjs", "Folder for model.json and group1-shard1of1.bin, made if missing (required)", cxxopts::value(tfjs_dir), "DIR");
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
   require(!model_path.empty() && !tfjs_dir.empty(), "export: give --model FILE.h5 and --tfjs DIR");

@@ -9,21 +9,34 @@
 #include "pitrain/error.h"
 #include "pitrain/guard.h"
 #include "pitrain/matrix.h"
+#include "pitrain_version.h"
 
 namespace {
 
 const char* kUsage =
-    "usage: pitrain <command> [options]   (start it with mpirun for more than one rank)\n"
+    "usage: pitrain <command> [OPTION...]   (start it with mpirun for more than one rank)\n"
     "commands:\n"
-    "  prepare   Quick Draw .npy or IDX files -> one shuffled, split HDF5 dataset\n"
+    "  prepare   Quick Draw .npy or MNIST-style IDX files -> one shuffled, split HDF5 dataset\n"
     "  summary   print a model's layers, output shapes and parameter counts\n"
-    "  train     train on a dataset, one allreduce of the gradients per step\n"
+    "  train     train on a dataset, each rank on its slice; gradients averaged every step, or local SGD\n"
     "  evaluate  loss, accuracy, per-class accuracy and confusion matrix of a checkpoint\n"
-    "  predict   top-3 classes of 28x28 PGM/PNG images or .npy rows (--json: all of them)\n"
+    "  predict   top-3 classes of 28x28 PNG/PGM images or .npy rows (--json: every class)\n"
     "  export    a checkpoint's model as a TensorFlow.js Layers model\n"
-    "  serve     play in the browser: draw, the model guesses; training curves of --log files\n"
+    "  serve     play in the browser (draw, the model guesses) and plot --log files (not under mpirun)\n"
     "  elastic   run `mpirun ... train` and resume on the hosts that answer when it fails (not under mpirun)\n"
-    "`pitrain <command> --help` lists each command's options.\n";
+    "`pitrain <command> --help` lists each command's options; `pitrain --version` prints the version.\n";
+
+// "pitrain 0.1.0 (-Dblas=openblas; GEMM on this CPU: eigen-avx2)": the build and its kernels.
+int version() {
+#ifdef PITRAIN_OPENBLAS
+  const char* blas = "openblas";
+#else
+  const char* blas = "eigen";
+#endif
+  std::cout << "pitrain " << PITRAIN_VERSION << " (-Dblas=" << blas << "; GEMM on this CPU: " << pitrain::gemm_backend()
+            << ")\n";
+  return 0;
+}
 
 int dispatch(int argc, char** argv, pitrain::Comm& comm) {
   using Command = int (*)(int, char**, pitrain::Comm&);
@@ -64,6 +77,7 @@ int elastic_main(int argc, char** argv) {
 // with its message, instead of leaving the other ranks waiting in a collective.
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "elastic")) return elastic_main(argc - 1, argv + 1);
+  if (argc == 2 && (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version"))) return version();
   pitrain::prefer_rabenseifner_allreduce();
   // Before MPI_Init: a singleton's MPI_Init forks (its orted), OpenBLAS stops its threads at a
   // fork, and a later call to set their number would start them again, to spin 0.1 s on a core

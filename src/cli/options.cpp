@@ -5,25 +5,41 @@
 #include "pitrain/error.h"
 
 namespace pitrain::cli {
+namespace {
 
-bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result) {
-  return parse(options, argc, argv, comm.rank() == 0, result);
+const std::string kProgram = "pitrain ";
+
+}  // namespace
+
+cxxopts::Options command_options(const std::string& command, const std::string& description) {
+  return cxxopts::Options(kProgram + command, description);
 }
 
-bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks, cxxopts::ParseResult& result) {
+bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result,
+           const HelpLayout& layout) {
+  return parse(options, argc, argv, comm.rank() == 0, result, layout);
+}
+
+bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks, cxxopts::ParseResult& result,
+           const HelpLayout& layout) {
   options.add_options()("h,help", "Show this help");
+  const std::string command = options.program().substr(kProgram.size());
+  const std::string see = "; see `" + options.program() + " --help`";
   try {
     result = options.parse(argc, argv);
   } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(options.program() + ": " + e.what() + "; see `pitrain " + options.program() + " --help`");
+    throw UsageError(command + ": " + e.what() + see);
   }
   if (result.count("help")) {
-    if (speaks) std::cout << options.help() << std::flush;
+    std::vector<std::string> groups = layout.groups;
+    groups.push_back("");  // --help's own, last
+    if (speaks)
+      std::cout << options.help(groups) << (layout.examples.empty() ? "" : "\nExamples:\n" + layout.examples)
+                << std::flush;
     return false;
   }
   if (!result.unmatched().empty())
-    throw UsageError(options.program() + ": unexpected argument '" + result.unmatched()[0] + "'; see `pitrain " +
-                     options.program() + " --help`");
+    throw UsageError(command + ": unexpected argument '" + result.unmatched()[0] + "'" + see);
   return true;
 }
 

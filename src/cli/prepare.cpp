@@ -8,15 +8,21 @@
 namespace pitrain::cli {
 
 int prepare(int argc, char** argv, Comm& comm) {
-  cxxopts::Options options("prepare", "Image files -> one shuffled HDF5 dataset (/train, /val, class_names)");
+  cxxopts::Options options = command_options("prepare", "Image files -> one shuffled HDF5 dataset (/train, /val, class_names)");
   options.add_options()
-    ("npy", "Folder of Quick Draw numpy_bitmap files, <class>.npy", cxxopts::value<std::string>())
-    ("idx", "Folder of MNIST-style IDX files (train-*, t10k-*; .gz or plain)", cxxopts::value<std::string>())
-    ("classes", "Class names in label order: a,b,c or a file with one a line (--npy: default every <class>.npy, sorted)", cxxopts::value<std::string>())
-    ("max-per-class", "Keep the first N drawings of each class (0 = all)", cxxopts::value<int64_t>()->default_value("0"))
-    ("val-fraction", "Share held out as /val (npy; IDX keeps its test set)", cxxopts::value<double>()->default_value("0.1"))
-    ("seed", "Shuffle seed", cxxopts::value<uint64_t>()->default_value("0"))
-    ("o,out", "Output HDF5 file", cxxopts::value<std::string>());
+    ("npy", "Folder of Quick Draw numpy_bitmap files, one <class>.npy a class (give --npy or --idx)",
+     cxxopts::value<std::string>(), "DIR")
+    ("idx", "Folder of MNIST-style IDX files (train-* become /train, t10k-* /val; .gz or plain)",
+     cxxopts::value<std::string>(), "DIR")
+    ("classes", "Class names in label order: a,b,c or a file with one a line (default: with --npy every "
+                "<class>.npy, sorted; with --idx 0 to 9)",
+     cxxopts::value<std::string>(), "LIST")
+    ("max-per-class", "With --npy: keep the first N drawings of each class (0: all)",
+     cxxopts::value<int64_t>()->default_value("0"), "N")
+    ("val-fraction", "With --npy: the share held out as /val, above 0 and below 1 (--idx keeps the IDX test set)",
+     cxxopts::value<double>()->default_value("0.1"), "SHARE")
+    ("seed", "Shuffle seed", cxxopts::value<uint64_t>()->default_value("0"), "N")
+    ("o,out", "Output HDF5 file (required)", cxxopts::value<std::string>(), "FILE");
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
   PrepareOptions o;

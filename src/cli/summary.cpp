@@ -17,10 +17,10 @@ std::string with_commas(int64_t v) {
 
 // Keras' model.summary(): layer (type), output shape, parameters, totals.
 int summary(int argc, char** argv, Comm& comm) {
-  cxxopts::Options options("summary", "Print a model's layers as Keras' model.summary() does");
+  cxxopts::Options options = command_options("summary", "Print a model's layers as Keras' model.summary() does");
   options.add_options()
-    ("model", "cnn, mlp, cnn128 or a layer list (see README)", cxxopts::value<std::string>()->default_value("cnn"))
-    ("classes", "Number of classes", cxxopts::value<int>()->default_value("10"));
+    ("model", "cnn, mlp, cnn128 or a layer list (see docs/data.md)", cxxopts::value<std::string>()->default_value("cnn"), "SPEC")
+    ("classes", "Number of classes", cxxopts::value<int>()->default_value("10"), "N");
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
   const std::string name = r["model"].as<std::string>();
