@@ -30,8 +30,13 @@ latency, server_ms, failures = [], [], []
 lock = threading.Lock()
 
 
+def connect(k):
+    # Eight clients from each loopback address: the server keeps at most 8 connections of one address.
+    return http.client.HTTPConnection("127.0.0.1", args.port, timeout=10, source_address=(f"127.0.0.{1 + k // 8}", 0))
+
+
 def client(k):
-    conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=10)
+    conn = connect(k)
     mine, theirs = [], []
     i = k
     while time.time() < end:
@@ -46,7 +51,7 @@ def client(k):
             with lock:
                 failures.append(str(e))
             conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=10)
+            conn = connect(k)
             continue
         mine.append(time.perf_counter() - start)
         timing = res.getheader("Server-Timing", "")

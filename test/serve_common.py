@@ -68,10 +68,12 @@ class Server:
         if not alive:
             raise SystemExit(f"the server died (exit {self.proc.returncode})")
 
-    def request(self, path, body=None, method=None, timeout=10):
-        """(status, headers, parsed JSON or text) of one request."""
+    def request(self, path, body=None, method=None, timeout=10, headers=None):
+        """(status, headers, parsed JSON or text) of one request. A body goes as JSON, with the
+        Content-Type the server requires of a POST, unless headers says otherwise."""
         data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
+        sent = {"Content-Type": "application/json"} if data is not None else {}
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers={**sent, **(headers or {})})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as res:
                 status, headers, text = res.status, res.headers, res.read().decode()

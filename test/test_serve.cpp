@@ -1,4 +1,8 @@
-// The server's pieces without a socket: the /api/predict body and the --log reader.
+// The server's pieces without a socket: the /api/predict body, the --log reader and the checks
+// of Host, Origin and Content-Type.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <fstream>
@@ -55,6 +59,54 @@ TEST_CASE("serve: --log files as columns, a row still being written left out") {
   CHECK(runs[1]["error"] == "not written yet (no such file)");
   CHECK(runs[2]["error"].get<std::string>().find("not a --log file") != std::string::npos);
   CHECK(runs[3]["error"] == "a folder, not a --log file of pitrain train");
+  CHECK(runs.dump().find(dir.path) == std::string::npos);  // names only: no absolute path reaches the network
+}
+
+TEST_CASE("serve: --log files named without absolute paths; links, FIFOs and large files refused unread") {
+  test::TempDir dir;
+  const std::string fifo = dir / "fifo.csv", zero = dir / "zero.csv", big = dir / "big.csv";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);  // opened without O_NONBLOCK, it waits for a writer for ever
+  REQUIRE(symlink("/dev/zero", zero.c_str()) == 0);
+  {
+    std::ofstream out(big);
+    out << "epoch,val_accuracy,seconds\n";
+    for (int i = 0; i < 500000; ++i) out << "1,0.5,1.0\n";  // 5 MB
+  }
+  const auto runs = runs_json({fifo, zero, big, "runs/a/log.csv", "../a/log.csv"})["runs"];
+  REQUIRE(runs.size() == 5);
+  CHECK(runs[0]["error"].get<std::string>().find("not a regular file (a FIFO") == 0);
+  CHECK(runs[1]["error"] == "a symbolic link: give --log the file it points to");
+  CHECK(runs[2]["error"] == "over 4 MB: not a --log file of pitrain train");
+  CHECK(runs[0]["name"] == "fifo.csv");
+  CHECK(runs[3]["name"] == "runs/a/log.csv");  // relative, below the working folder: as given
+  CHECK(runs[4]["name"] == "log.csv");
+}
+
+TEST_CASE("serve: Host and Origin name this server, POST bodies are JSON") {
+  const std::vector<std::string> names = {"localhost", "127.0.0.1", "[::1]", "192.168.1.5"};
+  CHECK(host_allowed("127.0.0.1:8000", names, 8000));
+  CHECK(host_allowed("LocalHost:8000", names, 8000));
+  CHECK(host_allowed("[::1]:8000", names, 8000));
+  CHECK(host_allowed("192.168.1.5:8000", names, 8000));
+  CHECK(host_allowed("localhost", names, 80));
+  CHECK(host_allowed("[::1]", names, 80));
+  CHECK_FALSE(host_allowed("localhost", names, 8000));  // the port is part of the name a browser sends
+  CHECK_FALSE(host_allowed("localhost:8001", names, 8000));
+  CHECK_FALSE(host_allowed("evil.example:8000", names, 8000));  // a rebound DNS name
+  CHECK_FALSE(host_allowed("localhost.evil.example:8000", names, 8000));
+  CHECK_FALSE(host_allowed("", names, 80));
+  CHECK_FALSE(host_allowed(":8000", names, 8000));
+  CHECK_FALSE(host_allowed(":8000", {"localhost", ""}, 8000));  // an address that could not be read names nothing
+  CHECK(origin_allowed("http://127.0.0.1:8000", names, 8000));
+  CHECK_FALSE(origin_allowed("https://127.0.0.1:8000", names, 8000));
+  CHECK_FALSE(origin_allowed("http://evil.example", names, 8000));
+  CHECK_FALSE(origin_allowed("null", names, 8000));
+  CHECK(is_json_type("application/json"));
+  CHECK(is_json_type("Application/JSON; charset=utf-8"));
+  CHECK_FALSE(is_json_type("text/plain"));
+  CHECK_FALSE(is_json_type("application/x-www-form-urlencoded"));
+  CHECK_FALSE(is_json_type("application/jsonx"));
+  CHECK_FALSE(is_json_type(""));
 }
 
 TEST_CASE("serve and predict: top classes best first, probabilities summing below 1") {
