@@ -37,6 +37,7 @@ mapfile -t packages < <("$src/packages.sh" build lib run)
 
 # A host is the first word of a line that is not a comment. Only host names and addresses pass
 # (optionally user@): a name that ssh would read as an option, or a shell would expand, stops here.
+# The same rule and words as `pitrain elastic` (is_host_name in src/elastic/hosts.cpp).
 name_re='^[][A-Za-z0-9._:%@-]+$'
 hosts=()
 lineno=0
@@ -45,7 +46,7 @@ while IFS= read -r line || [ -n "$line" ]; do
   read -r host _ <<<"${line%%#*}" || true
   [ -n "$host" ] || continue
   if [[ ! $host =~ $name_re ]] || [ "${host#-}" != "$host" ]; then
-    fail "$hostfile line $lineno: '$host' is not a host name or address (letters, digits, . - _ : [ ] % @; not starting with -)"
+    fail "$hostfile:$lineno: '$host' is not a host name or address (letters, digits, . - _ : [ ] % @; not starting with -)"
   fi
   [[ " ${hosts[*]} " == *" $host "* ]] || hosts+=("$host")
 done <"$hostfile"
@@ -67,7 +68,7 @@ setup_host() {
   run rsync -a --delete -e "$rsh" --exclude 'build*/' --exclude '*.h5' --exclude datasets/quickdraw/ \
     "$src/" "$user$host:$src/"
   remote "$host" "cd $(q "$src") && { [ -f build/build.ninja ] || meson setup build; } &&
-    meson compile -C build $jobs pitrain:executable"
+    meson compile -C build${jobs:+ $jobs} pitrain:executable"
   if [ -n "$data" ]; then
     remote "$host" "mkdir -p $(q "$(dirname "$data")")"
     run rsync -a -e "$rsh" "$data" "$user$host:$data"

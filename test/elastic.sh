@@ -2,7 +2,8 @@
 # `pitrain elastic` on 4 emulated hosts (bench/netns_cluster.sh), with real processes: an
 # undisturbed run; a host whose link goes down mid-run and comes back (the run goes on on 3,
 # then takes it back); a host that loses power (its processes SIGKILLed, its link down); two
-# hosts lost with --min-hosts 3 (a clear message, non-zero exit, the checkpoint intact); Ctrl-C.
+# hosts lost with --min-hosts 3 (a clear message, non-zero exit, the checkpoint intact); Ctrl-C;
+# a host that answers while its MPI link is down (left out of the next launch).
 # Needs root, network namespaces and a cgroup-v1 cpu controller; skipped (77) without them.
 set -u
 root=${PITRAIN_SOURCE:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -143,6 +144,27 @@ if [ $rc -eq 130 ] && grep -q "stopped by SIGINT; .*int.h5 holds step [0-9]*; co
 else
   fail "Ctrl-C: exit $rc"
   cat "$work/int.out"
+fi
+# 6. Host 3 goes on answering (its remote shell needs no network here), but after the first
+# epoch what it sends to the other hosts goes to a hardware address no one has: its MPI link is
+# down, while mpirun and its daemons, which talk through the head, still reach it. Rank 0's
+# stall report names rank 2, and elastic leaves host 3 out of the next launch instead of
+# stalling on it at every start-up. Four epochs are enough.
+epochs=4
+elastic arrive &
+job=$!
+wait_first_epoch arrive
+for i in 1 2 4; do ip -n "$(ns 3)" neigh replace "$(addr $i)" lladdr 02:00:00:00:00:0$i dev eth0 nud permanent; done
+wait $job
+rc=$?
+for i in 1 2 4; do ip -n "$(ns 3)" neigh del "$(addr $i)" dev eth0; done
+if [ $rc -eq 0 ] && grep -q "ranks that had not arrived: 2 " "$work/arrive.out" &&
+  grep -q "lost no host (all answer); leaving out $(addr 3) (answers, but its rank did not arrive; .*resuming on 3 ranks" "$work/arrive.out" &&
+  [ "$(grep -c "restart [0-9]*/" "$work/arrive.out")" -eq 1 ] && grep -qE "^pitrain: 3 ranks .* resumed after step [0-9]+$" "$work/arrive.out"; then
+  ok "MPI link down, host answering: $(grep -o 'restart 1/3: .*' "$work/arrive.out")"
+else
+  fail "MPI link down, host answering: exit $rc; host 3 left out after one restart expected"
+  cat "$work/arrive.out"
 fi
 echo "elastic tests: $failures failure(s)"
 [ $failures -eq 0 ]

@@ -6,7 +6,9 @@
 # (the resumed epoch validates alone; with --json), the log after a resume from an older
 # checkpoint, NaN (stops, the checkpoint stays as it was, also with
 # int4 gradients), saves by the clock with local SGD, and `pitrain elastic` on this machine
-# (an earlier run's checkpoint, SIGHUP). Needs $PITRAIN and h5diff.
+# (an earlier run's checkpoint, SIGHUP), and with stand-ins for mpirun and ssh (a hostfile name
+# that is an ssh option, a rank that outlives mpirun, a rank that did not arrive). Needs
+# $PITRAIN and h5diff.
 set -u
 PITRAIN=${PITRAIN:?set PITRAIN to the pitrain binary}
 work=$(mktemp -d /tmp/pitrain-fail-XXXXXX)
@@ -235,6 +237,72 @@ if [ $rc -eq 129 ] && grep -q "checkpoint at 0); resuming on 2 ranks" "$work/el.
   ok "elastic: an earlier run's checkpoint is not resumed; SIGHUP: exit 129, $(grep -o 'el.h5 holds step [0-9]*' "$work/el.out")"
 else
   fail "elastic on this machine: exit $rc"; cat "$work/el.out"
+fi
+
+# 8. What pitrain elastic runs, with stand-ins for mpirun and ssh that record their calls.
+fake=$work/fake
+mkdir "$fake"
+printf '#!/bin/sh\necho "$@" >>%s/calls\n' "$fake" >"$fake/record" && chmod +x "$fake/record"
+# A hostfile name that ssh would read as an option is refused, naming its line, before anything runs.
+printf 'raspi1 slots=1\n-oProxyCommand=touch${IFS}%s/owned slots=1\n' "$fake" >"$fake/evil"
+"$PITRAIN" elastic --hostfile "$fake/evil" --mpirun "$fake/record" --mpirun-args "--mca plm_rsh_agent $fake/record" \
+  -- train --checkpoint "$fake/m.h5" >"$fake/evil.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -qF "evil:2: '-oProxyCommand=touch\${IFS}$fake/owned' is not a host name or address (letters, digits, . - _ : [ ] % @; not starting with -)" \
+  "$fake/evil.out" && [ ! -e "$fake/calls" ] && [ ! -e "$fake/owned" ]; then
+  ok "elastic: a hostfile name that is an ssh option is refused; nothing ran"
+else
+  fail "elastic with a hostfile name that is an ssh option: exit $rc"; cat "$fake/evil.out" "$fake/calls" 2>/dev/null
+fi
+# Every process of a failed launch ends before the next starts. The first launch leaves a "rank"
+# behind in a session of its own (Open MPI's local ranks each have a process group of their own),
+# reports step 5 and fails; the second records whether that rank is still there.
+cat >"$fake/mpirun" <<'SH'
+#!/bin/sh
+while [ $# -gt 0 ]; do [ "$1" = --progress-file ] && progress=$2; shift; done
+if [ ! -e "$FAKE/rank.pid" ]; then
+  setsid sh -c 'echo $$ >"$FAKE/rank.tmp" && mv "$FAKE/rank.tmp" "$FAKE/rank.pid" && exec sleep 300' &
+  while [ ! -e "$FAKE/rank.pid" ]; do sleep 0.05; done
+  echo 5 >"$progress"
+  sleep 1  # elastic reads the step
+  exit 1
+fi
+kill -0 "$(cat "$FAKE/rank.pid")" 2>/dev/null && echo running >"$FAKE/second" || echo gone >"$FAKE/second"
+SH
+chmod +x "$fake/mpirun"
+FAKE=$fake timeout 60 "$PITRAIN" elastic --hostfile "$work/hosts" --mpirun "$fake/mpirun" -- train --checkpoint "$fake/m.h5" \
+  >"$fake/kill.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat "$fake/second" 2>/dev/null)" = gone ] && grep -q "restart 1/3: the job failed (exit 1)" "$fake/kill.out"; then
+  ok "elastic: a rank that outlived its mpirun was gone before the next launch"
+else
+  fail "elastic: the next launch found the last one's rank '$(cat "$fake/second" 2>/dev/null)', exit $rc"; cat "$fake/kill.out"
+  kill -KILL "$(cat "$fake/rank.pid")" 2>/dev/null
+fi
+# A host whose rank did not arrive (rank 0's stall report names rank 1, on the second host) is
+# left out of the next launch, although it answers.
+cat >"$fake/stalls" <<'SH'
+#!/bin/sh
+n=$(cat "$FAKE/launches" 2>/dev/null || echo 0)
+echo $((n + 1)) >"$FAKE/launches"
+while [ $# -gt 0 ]; do
+  [ "$1" = --hostfile ] && cp "$2" "$FAKE/hosts.$n"
+  [ "$1" = --progress-file ] && progress=$2
+  shift
+done
+[ "$n" -gt 0 ] && exit 0
+echo "1 " >"$progress.stalled" && exit 1
+SH
+chmod +x "$fake/stalls"
+printf 'localhost slots=1\n127.0.0.2 slots=1\n' >"$fake/two"
+FAKE=$fake timeout 60 "$PITRAIN" elastic --hostfile "$fake/two" --mpirun "$fake/stalls" -- train --checkpoint "$fake/m.h5" \
+  >"$fake/stalls.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat "$fake/hosts.1" 2>/dev/null)" = "localhost slots=1" ] &&
+  grep -q "restart 1/3: the job failed (exit 1); lost no host (all answer); leaving out 127.0.0.2 (answers, but its rank did not arrive; asked again in [0-9]* s)" "$fake/stalls.out"; then
+  ok "elastic: the host of a rank that did not arrive was left out of the next launch"
+else
+  fail "elastic with a rank that did not arrive: exit $rc, next hostfile '$(cat "$fake/hosts.1" 2>/dev/null)'"; cat "$fake/stalls.out"
 fi
 
 echo "failures: $failures failure(s)"

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 
 #include "helpers.h"
 #include "pitrain/elastic.h"
@@ -40,6 +41,39 @@ TEST_CASE("a hostfile's hosts, slots and comments; a bad slots count names the l
   CHECK_THROWS_WITH(read_hostfile(dir / "empty"), Catch::Contains("no hosts"));
 }
 
+TEST_CASE("a hostfile holds host names and addresses only: one that ssh would read as an option names its line") {
+  TempDir dir;
+  std::ofstream(dir / "fine") << "pi@raspi1.local slots=2\nraspi_2\n192.168.1.3\nfe80::1%wlan0\n[::1]\n";
+  CHECK(read_hostfile(dir / "fine").size() == 5);
+  std::ofstream(dir / "evil") << "raspi1 slots=1\n-oProxyCommand=touch${IFS}/tmp/x slots=1\n";
+  CHECK_THROWS_WITH(read_hostfile(dir / "evil"),
+                    dir / "evil" + ":2: '-oProxyCommand=touch${IFS}/tmp/x' is not a host name or address "
+                                   "(letters, digits, . - _ : [ ] % @; not starting with -)");
+  for (const char* name : {"-raspi", "ras$pi", "raspi;true", "ras`pi`", "raspi/1", "ras\"pi"}) {
+    CHECK_FALSE(is_host_name(name));
+    std::ofstream(dir / "bad") << "# hosts\n" << name << "\n";
+    CHECK_THROWS_WITH(read_hostfile(dir / "bad"), Catch::Contains("bad:2: '" + std::string(name) + "' is not a host name"));
+  }
+}
+
+TEST_CASE("ranks map to hosts as mpirun places them: each host's slots in turn, or one a host with --map-by node") {
+  const std::vector<Host> hosts = {{"a", 2, ""}, {"b", 1, ""}, {"c", 3, ""}};
+  using V = std::vector<std::string>;
+  const V by_slot = {"a", "a", "b", "c", "c", "c"};
+  unsetenv("OMPI_MCA_rmaps_base_mapping_policy");
+  CHECK(rank_hosts(hosts, {}) == by_slot);  // Open MPI's default
+  CHECK(rank_hosts(hosts, {"--bind-to", "none", "--map-by", "core"}) == by_slot);
+  CHECK(rank_hosts(hosts, {"--map-by", "node"}) == V{"a", "b", "c", "a", "c", "c"});
+  CHECK(rank_hosts(hosts, {"--map-by", "NODE:PE=2"}) == V{"a", "b", "c", "a", "c", "c"});
+  setenv("OMPI_MCA_rmaps_base_mapping_policy", "node", 1);
+  CHECK(rank_hosts(hosts, {}) == V{"a", "b", "c", "a", "c", "c"});
+  unsetenv("OMPI_MCA_rmaps_base_mapping_policy");
+  // Placements elastic does not count: no host is named.
+  CHECK(rank_hosts(hosts, {"--map-by", "ppr:1:node"}).empty());
+  CHECK(rank_hosts(hosts, {"--map-by", "node", "--rank-by", "slot"}).empty());
+  CHECK(rank_hosts(hosts, {"--rankfile", "ranks"}).empty());
+}
+
 TEST_CASE("the remote shell is mpirun's: --mca plm_rsh_agent, else the environment, else ssh in batch mode") {
   unsetenv("OMPI_MCA_plm_rsh_agent");
   const auto ssh = remote_shell({}, 3);
@@ -54,8 +88,9 @@ TEST_CASE("the remote shell is mpirun's: --mca plm_rsh_agent, else the environme
 }
 
 TEST_CASE("hosts are probed at once, and one that does not answer in time counts as lost") {
-  // The "shell" runs `sh -c SCRIPT HOST true`: HOST is $0.
-  const std::vector<std::string> shell = {"sh", "-c", "case $0 in up*) exit 0 ;; slow) sleep 20 ;; *) exit 255 ;; esac"};
+  // The "shell" runs `sh -c SCRIPT sh -- HOST true`: `--` is $1, HOST $2.
+  const std::vector<std::string> shell = {
+      "sh", "-c", "[ \"$1\" = -- ] || exit 3; case $2 in up*) exit 0 ;; slow) sleep 20 ;; *) exit 255 ;; esac", "sh"};
   // This machine answers without a probe: mpirun starts its ranks without the remote shell.
   const std::vector<Host> hosts = {{"up1", 1, ""}, {"slow", 1, ""}, {"down", 1, ""}, {"up2", 1, ""}, {"localhost", 1, ""}, {"127.0.1.1", 1, ""}};
   const auto t0 = std::chrono::steady_clock::now();

@@ -17,8 +17,13 @@ struct Host {
   std::string options;  // " max_slots=4 ...": the line's other options, kept for the launches' hostfiles
 };
 
+// A host name or address, optionally user@: letters, digits and . - _ : [ ] % @, not starting
+// with `-` (which ssh would read as one of its options). mpi_hostfiles/setup_hosts.sh checks
+// the same.
+bool is_host_name(const std::string& name);
+
 // The hosts of an Open MPI hostfile (comments and blank lines skipped); an Error naming the
-// file and line when one does not parse.
+// file and line when one does not parse or names no host.
 std::vector<Host> read_hostfile(const std::string& path);
 // `host slots=N options` a line.
 void write_hostfile(const std::string& path, const std::vector<Host>& hosts);
@@ -33,7 +38,13 @@ pid_t spawn(const std::vector<std::string>& command, bool quiet);
 // `timeout_seconds`), followed by plm_rsh_args (`-p 2222`), from the same places. Split into words.
 std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args, double timeout_seconds);
 
-// Runs `SHELL HOST true` for every host at once; answered[i]: host i's command succeeded within
+// The host of each rank as mpirun places as many ranks as `hosts` have slots: in hostfile order,
+// each host's slots filled before the next (Open MPI's default, and --map-by slot, core,
+// socket, ...), or with --map-by node one rank a host in turn. Empty when mpirun_args place or
+// number the ranks another way (--map-by ppr, seq or dist, --rank-by, a rankfile, --npernode).
+std::vector<std::string> rank_hosts(const std::vector<Host>& hosts, const std::vector<std::string>& mpirun_args);
+
+// Runs `SHELL -- HOST true` for every host at once; answered[i]: host i's command succeeded within
 // timeout_seconds. This machine (localhost, 127.*, its own name) answers without a probe.
 std::vector<bool> probe_hosts(const std::vector<std::string>& shell, const std::vector<Host>& hosts,
                               double timeout_seconds);

@@ -61,10 +61,12 @@ struct Stopped {
 // Ends this rank (and so the job) when no step completes within `timeout_seconds`: a rank
 // that died, hung or lost its link would otherwise leave the others waiting in a collective.
 // Where MPI allows calls from several threads, the ranks that time out while waiting in MPI
-// tell rank 0, which names the ranks that had not arrived. Collective: every rank makes one.
+// tell rank 0, which names the ranks that had not arrived, and writes their numbers to
+// `stalled_file` ("": none; made empty when the watchdog starts) for `pitrain elastic`.
+// Collective: every rank makes one.
 class StallWatchdog {
  public:
-  StallWatchdog(double timeout_seconds, const Comm& comm);
+  StallWatchdog(double timeout_seconds, const Comm& comm, std::string stalled_file = "");
   ~StallWatchdog();
   void beat(int64_t step);  // progress: step `step` is starting
 
@@ -73,6 +75,7 @@ class StallWatchdog {
   void report_to_rank0(int64_t step);
   double timeout_;
   const Comm& comm_;
+  std::string stalled_file_;
   MPI_Comm reports_ = MPI_COMM_NULL;  // a duplicate, so reports never match training messages
   std::atomic<int64_t> step_{-1};
   std::atomic<double> last_beat_;

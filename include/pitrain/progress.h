@@ -59,7 +59,8 @@ class TrainReport {
 // The same channel runs back: once FILE.stop exists (elastic makes it to take a host back or on
 // Ctrl-C), stop_requested() is true and rank 0 votes for a stop with a checkpoint, as on
 // SIGTERM. mpirun's own signal forwarding is no substitute: with a grace period long enough
-// for the checkpoint, mpirun waits all of it even after the ranks are gone.
+// for the checkpoint, mpirun waits all of it even after the ranks are gone. The stall
+// watchdog writes FILE.stalled (StallWatchdog).
 class ProgressFile {
  public:
   explicit ProgressFile(std::string path) : path_(std::move(path)) {}

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -12,12 +13,21 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "pitrain/elastic.h"
 #include "pitrain/error.h"
 
 namespace pitrain {
+
+bool is_host_name(const std::string& name) {
+  if (name.empty() || name[0] == '-') return false;
+  for (const char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("._:[]%@-").find(c) == std::string_view::npos)
+      return false;
+  return true;
+}
 
 // Open MPI's hostfile syntax: `host [slots=N] [more options]`, spaces allowed around `=`, and
 // count= and cpu= mean slots=. A host without slots counts as one rank (Open MPI would give it
@@ -33,6 +43,9 @@ std::vector<Host> read_hostfile(const std::string& path) {
     std::istringstream words(text);
     Host h;
     if (!(words >> h.name)) continue;
+    if (!is_host_name(h.name))
+      throw Error(path + ":" + std::to_string(number) + ": '" + h.name +
+                  "' is not a host name or address (letters, digits, . - _ : [ ] % @; not starting with -)");
     for (std::string w; words >> w;) {
       const std::string key = w.substr(0, w.find('='));
       if (key != "slots" && key != "count" && key != "cpu") {
@@ -114,6 +127,37 @@ std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_arg
   return shell;
 }
 
+std::vector<std::string> rank_hosts(const std::vector<Host>& hosts, const std::vector<std::string>& mpirun_args) {
+  std::string policy = mca_value(mpirun_args, "rmaps_base_mapping_policy");
+  if (!mca_value(mpirun_args, "rmaps_base_ranking_policy").empty()) return {};
+  for (size_t i = 0; i < mpirun_args.size(); ++i) {
+    const std::string& a = mpirun_args[i];
+    if ((a == "--map-by" || a == "-map-by") && i + 1 < mpirun_args.size()) policy = mpirun_args[i + 1];
+    if (a == "--bynode" || a == "-bynode") policy = "node";
+    for (const char* other : {"--rank-by", "-rank-by", "--rankfile", "-rf", "--npernode", "-npernode", "--npersocket",
+                              "-npersocket", "--ppr", "-ppr", "--host", "-host", "-H"})
+      if (a == other) return {};
+  }
+  policy = policy.substr(0, policy.find(':'));
+  std::transform(policy.begin(), policy.end(), policy.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const bool by_node = policy == "node";
+  const std::vector<std::string> filling = {"",        "slot",    "hwthread", "core", "l1cache",
+                                            "l2cache", "l3cache", "socket",   "numa", "board"};
+  if (!by_node && std::find(filling.begin(), filling.end(), policy) == filling.end()) return {};
+  std::vector<int> left;
+  for (const auto& h : hosts) left.push_back(h.slots);
+  std::vector<std::string> ranks;
+  for (bool placed = true; placed;) {  // rounds over the hosts: by node one rank a host, else all its slots
+    placed = false;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      const int take = by_node ? std::min(left[i], 1) : left[i];
+      ranks.insert(ranks.end(), size_t(take), hosts[i].name);
+      left[i] -= take, placed |= take > 0;
+    }
+  }
+  return ranks;
+}
+
 std::vector<bool> probe_hosts(const std::vector<std::string>& shell, const std::vector<Host>& hosts,
                               double timeout_seconds) {
   std::vector<bool> answered(hosts.size(), false);
@@ -124,7 +168,7 @@ std::vector<bool> probe_hosts(const std::vector<std::string>& shell, const std::
       continue;
     }
     std::vector<std::string> words = shell;
-    words.insert(words.end(), {hosts[i].name, "true"});
+    words.insert(words.end(), {"--", hosts[i].name, "true"});  // `--`: the host is never one of the shell's options
     pids[i] = spawn(words, true);  // a timeout ends the shell and whatever it started
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);

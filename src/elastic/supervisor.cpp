@@ -1,9 +1,13 @@
 // The supervisor's loop: launch mpirun, watch the steps rank 0 reports (--progress-file), and
 // when the job ends early, ask which hosts answer and resume from the checkpoint on those.
+#include <dirent.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <csignal>
@@ -11,7 +15,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -85,6 +91,50 @@ int ranks_of(const std::vector<Host>& hosts) {
   return n;
 }
 
+// The processes that descend from this one (its children, theirs, ...), from /proc.
+std::vector<pid_t> descendants() {
+  std::multimap<pid_t, pid_t> children;  // parent, child
+  if (DIR* proc = opendir("/proc")) {
+    while (const dirent* entry = readdir(proc)) {
+      const pid_t pid = pid_t(std::atoi(entry->d_name));
+      if (pid <= 0) continue;
+      std::ifstream file("/proc/" + std::string(entry->d_name) + "/stat");
+      const std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+      const size_t name_end = stat.rfind(')');  // the command's name may hold spaces and parentheses
+      char state = 0;
+      int parent = 0;
+      if (name_end != std::string::npos && std::sscanf(stat.c_str() + name_end + 1, " %c %d", &state, &parent) == 2)
+        children.emplace(pid_t(parent), pid);
+    }
+    closedir(proc);
+  }
+  std::vector<pid_t> found = {getpid()};
+  for (size_t i = 0; i < found.size(); ++i)
+    for (auto [it, end] = children.equal_range(found[i]); it != end; ++it) found.push_back(it->second);
+  found.erase(found.begin());
+  return found;
+}
+
+// Ends every process a launch left and returns once all have exited, so that no rank of one
+// launch still writes while the next starts. Open MPI puts each local rank in a process group
+// of its own, out of reach of mpirun's group; as the child subreaper (run()), elastic becomes
+// the parent of every rank that outlives mpirun, so its descendants are all that is left.
+void end_launch() {
+  const double start = seconds_now();
+  for (bool said = false;; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    const std::vector<pid_t> left = descendants();
+    for (pid_t pid : left) kill(pid, SIGKILL);
+    pid_t reaped;
+    while ((reaped = waitpid(-1, nullptr, WNOHANG)) > 0) continue;
+    if (reaped < 0 && errno == ECHILD) return;
+    if (!said && seconds_now() - start > 10 && !left.empty()) {  // SIGKILLed, yet not gone: stuck in the kernel
+      say("waiting for process " + std::to_string(left[0]) + " of the last launch to exit (killed; see ps -l " +
+          std::to_string(left[0]) + ") before the next launch");
+      said = true;
+    }
+  }
+}
+
 // What one launch came to.
 struct Outcome {
   int code = 0;              // mpirun's exit code (128 + signal when it was killed)
@@ -110,7 +160,7 @@ class Supervisor {
     const std::string stall = flag_value(args, "--stall-timeout");
     const double stall_timeout = stall.empty() ? 300 : std::atof(stall.c_str());
     // The ranks' own watchdog ends a stalled job first (rank 0 names the ranks that had not
-    // arrived within 4 s more); this catches what it cannot see: a stall in MPI's start-up, or
+    // arrived within 2 s more); this catches what it cannot see: a stall in MPI's start-up, or
     // mpirun waiting, after the ranks have gone, for a daemon on a host that is gone.
     // --stall-timeout 0 ("never"): never here either.
     deadline_ = stall_timeout > 0 ? stall_timeout + 5 : std::numeric_limits<double>::infinity();
@@ -126,13 +176,13 @@ class Supervisor {
     dir_ = dir;
   }
   ~Supervisor() {
-    std::remove((dir_ + "/hosts").c_str());
-    std::remove((dir_ + "/progress").c_str());
-    std::remove((dir_ + "/progress.stop").c_str());
+    for (const char* name : {"/hosts", "/progress", "/progress.stop", "/progress.stalled"})
+      std::remove((dir_ + name).c_str());
     rmdir(dir_.c_str());
   }
 
   int run() {
+    prctl(PR_SET_CHILD_SUBREAPER, 1);  // ranks that outlive mpirun become elastic's children (end_launch)
     for (int sig : kStopSignals) std::signal(sig, on_signal);
     active_ = answering();
     if (int(active_.size()) < o_.min_hosts) return give_up("at the start");
@@ -149,41 +199,103 @@ class Supervisor {
       }
       if (r.code == 0) return 0;  // the training completed
       const int64_t saved = saved_step();
-      const int64_t lost_steps = std::max<int64_t>(0, r.reached - std::max<int64_t>(saved, 0));
-      const auto before = active_;
       if (r.took_back) {
+        const auto before = active_;
         active_ = answering();
-        say("taking back " + names(difference(active_, before)) + " (answers again); " + std::to_string(lost_steps) +
-            " steps lost; resuming on " + std::to_string(ranks_of(active_)) + " ranks");
-      } else {
-        failed_at_ = r.reached >= 0 ? r.last_step_at : seconds_now();
-        active_ = answering();
-        const auto gone = difference(before, active_);
-        if (r.reached < 0 && !r.stalled && gone.empty()) {
-          say("the job failed before its first step (exit " + std::to_string(r.code) + ") with every host answering: " +
-              (r.code == 127 ? "install Open MPI (openmpi-bin) or give --mpirun PATH" : "not a lost host; see its message above"));
-          return r.code;
-        }
-        if (int(active_.size()) < o_.min_hosts) return give_up("after the job failed");
-        if (restarts == o_.max_restarts) {
-          say("giving up after " + std::to_string(restarts) + " restarts (--max-restarts); " + resume_hint(saved));
-          return 1;
-        }
-        ++restarts;
-        const std::string what = r.stalled ? (r.reached < 0 ? "start-up stalled (no step in " : "stalled (no step for ") +
-                                                 std::to_string(int(deadline_)) + " s)"
-                                           : "the job failed (exit " + std::to_string(r.code) + ")";
-        say("restart " + std::to_string(restarts) + "/" + std::to_string(o_.max_restarts) + ": " + what + "; lost " +
-            (gone.empty() ? std::string("no host (all answer)") : names(gone) + " (no answer)") + "; " +
-            std::to_string(lost_steps) + " steps lost (reached " + std::to_string(std::max<int64_t>(r.reached, 0)) +
-            ", checkpoint at " + std::to_string(std::max<int64_t>(saved, 0)) + "); resuming on " +
-            std::to_string(ranks_of(active_)) + " ranks");
+        say("taking back " + names(difference(active_, before)) + " (answers again); " +
+            std::to_string(lost_steps(r, saved)) + " steps lost; resuming on " + std::to_string(ranks_of(active_)) + " ranks");
+      } else if (const int code = after_failure(r, saved, restarts); code >= 0) {
+        return code;
       }
       if (saved >= 0) resume_ = checkpoint_;
     }
   }
 
  private:
+  static int64_t lost_steps(const Outcome& r, int64_t saved) {
+    return std::max<int64_t>(0, r.reached - std::max<int64_t>(saved, 0));
+  }
+
+  // After a launch that failed: the hosts of the next launch, and a line saying why. Returns
+  // elastic's exit code when it gives up, else -1.
+  int after_failure(const Outcome& r, int64_t saved, int& restarts) {
+    failed_at_ = r.reached >= 0 ? r.last_step_at : seconds_now();
+    auto missing = missing_hosts();  // of this launch's ranks, so before active_ changes
+    // A start-up that failed unnamed blames the hosts on trial (taken back after a hold): a rank
+    // that cannot reach the others stalls MPI's own start-up, before any watchdog runs.
+    if (missing.empty() && r.reached < 0)
+      for (const auto& h : active_)
+        if (held_.count(h.name)) missing.push_back(h);
+    const auto up = answering();
+    const auto gone = difference(active_, up);
+    const auto left_out = difference(missing, gone);  // answer, yet their ranks did not arrive
+    // A host taken back after its hold whose rank again did not arrive: a retry, not a restart.
+    const bool retry = r.reached < 0 && gone.empty() && !left_out.empty() &&
+                       std::all_of(left_out.begin(), left_out.end(), [&](const Host& h) { return held_.count(h.name); });
+    for (const auto& h : left_out) hold(h.name);
+    active_ = difference(up, left_out);
+    if (r.reached < 0 && !r.stalled && gone.empty() && left_out.empty()) {
+      say("the job failed before its first step (exit " + std::to_string(r.code) + ") with every host answering: " +
+          (r.code == 127 ? "install Open MPI (openmpi-bin) or give --mpirun PATH" : "not a lost host; see its message above"));
+      return r.code;
+    }
+    if (int(active_.size()) < o_.min_hosts) return give_up("after the job failed");
+    if (!retry && restarts == o_.max_restarts) {
+      say("giving up after " + std::to_string(restarts) + " restarts (--max-restarts); " + resume_hint(saved));
+      return 1;
+    }
+    restarts += retry ? 0 : 1;
+    const std::string what = r.stalled ? (r.reached < 0 ? "start-up stalled (no step in " : "stalled (no step for ") +
+                                             std::to_string(int(deadline_)) + " s)"
+                                       : "the job failed (exit " + std::to_string(r.code) + ")";
+    const std::string leaving =
+        left_out.empty() ? "" : "; leaving out " + names(left_out) + " (answers, but its rank did not arrive; asked again in " +
+                                    std::to_string(int(held_[left_out[0].name].seconds)) + " s)";
+    say((retry ? "taking back " + names(left_out) + " failed"
+               : "restart " + std::to_string(restarts) + "/" + std::to_string(o_.max_restarts)) +
+        ": " + what + "; lost " + (gone.empty() ? std::string("no host (all answer)") : names(gone) + " (no answer)") +
+        leaving + "; " + std::to_string(lost_steps(r, saved)) + " steps lost (reached " +
+        std::to_string(std::max<int64_t>(r.reached, 0)) + ", checkpoint at " + std::to_string(std::max<int64_t>(saved, 0)) +
+        "); resuming on " + std::to_string(ranks_of(active_)) + " ranks");
+    return -1;
+  }
+
+  // The hosts of the ranks that rank 0's stall report names (DIR/progress.stalled), placed as
+  // mpirun placed this launch's ranks; never rank 0's host, which holds the checkpoint.
+  std::vector<Host> missing_hosts() const {
+    std::ifstream report(dir_ + "/progress.stalled");
+    std::vector<int> ranks;
+    for (int rank; report >> rank;) ranks.push_back(rank);
+    if (ranks.empty()) return {};
+    const auto placed = rank_hosts(active_, o_.mpirun_args);
+    if (placed.empty()) {
+      say("the hosts of the ranks that had not arrived are not known with these --mpirun-args (--map-by node or "
+          "slot places ranks as elastic counts): none is left out");
+      return {};
+    }
+    std::vector<Host> missing;
+    for (const auto& h : active_)
+      for (int rank : ranks)
+        if (rank > 0 && rank < int(placed.size()) && placed[size_t(rank)] == h.name && h.name != placed[0]) {
+          missing.push_back(h);
+          break;
+        }
+    return missing;
+  }
+
+  // Leaves a host whose rank did not arrive out of the launches until its hold ends. The first
+  // hold is ten stall deadlines and each next one twice the last, so a host that never takes
+  // part costs a stalled start-up ever more rarely; a launch it takes part in ends its holds.
+  void hold(const std::string& name) {
+    Hold& h = held_[name];
+    h.seconds = h.seconds > 0 ? 2 * h.seconds : 10 * deadline_;
+    h.until = seconds_now() + h.seconds;
+  }
+  bool held(const std::string& name) const {
+    const auto it = held_.find(name);
+    return it != held_.end() && seconds_now() < it->second.until;
+  }
+
   // The step this run's checkpoint holds, -1 when it has written none yet.
   int64_t saved_step() const {
     const auto now = stamp_of(checkpoint_);
@@ -191,14 +303,22 @@ class Supervisor {
     return load_checkpoint(checkpoint_).state.step;
   }
 
+  // The hosts that answer, less those on hold.
   std::vector<Host> answering() {
     const auto answered = probe_hosts(shell_, hosts_, o_.probe_timeout);
     std::vector<Host> up;
     for (size_t i = 0; i < hosts_.size(); ++i)
-      if (answered[i]) up.push_back(hosts_[i]);
+      if (answered[i] && !held(hosts_[i].name)) up.push_back(hosts_[i]);
     return up;
   }
   std::vector<Host> lost() const { return difference(hosts_, active_); }
+  // The hosts left out of this launch that may be taken back: lost, and not on hold.
+  std::vector<Host> to_ask() const {
+    std::vector<Host> ask;
+    for (const auto& h : lost())
+      if (!held(h.name)) ask.push_back(h);
+    return ask;
+  }
   static std::vector<Host> difference(const std::vector<Host>& a, const std::vector<Host>& b) {
     std::vector<Host> d;
     for (const auto& h : a)
@@ -210,8 +330,11 @@ class Supervisor {
                      : checkpoint_ + " is intact at step " + std::to_string(saved) + "; resume with --resume " + checkpoint_;
   }
   int give_up(const std::string& when) {
+    const auto left_out = difference(lost(), to_ask());
     say("only " + std::to_string(active_.size()) + " of " + std::to_string(hosts_.size()) + " hosts answer " + when +
-        " (" + names(active_) + "; no answer: " + names(lost()) + "), --min-hosts " + std::to_string(o_.min_hosts) +
+        " (" + names(active_) + "; no answer: " + names(to_ask()) +
+        (left_out.empty() ? "" : "; left out, their ranks did not arrive: " + names(left_out)) + "), --min-hosts " +
+        std::to_string(o_.min_hosts) +
         ": giving up; " + resume_hint(saved_step()));
     return 1;
   }
@@ -233,12 +356,12 @@ class Supervisor {
 
   Outcome launch() {
     write_hostfile(dir_ + "/hosts", active_);
-    std::remove((dir_ + "/progress").c_str());
-    std::remove((dir_ + "/progress.stop").c_str());
+    for (const char* name : {"/progress", "/progress.stop", "/progress.stalled"}) std::remove((dir_ + name).c_str());
     const pid_t pid = spawn(command(), false);
     Outcome r;
     const double started = seconds_now();
     double last_advance = started, next_probe = started + o_.probe_every, stop_sent = 0;
+    bool ranks_started = false;
     std::vector<int> answers(hosts_.size(), 0);  // lost hosts' answers in a row
     for (int status = 0;; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
       if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -246,11 +369,17 @@ class Supervisor {
         break;
       }
       const double t = seconds_now();
+      // Rank 0's watchdog has started (it makes progress.stalled): a stalled start-up is timed
+      // from here, so that the watchdog names the ranks that had not arrived before this ends the job.
+      if (!ranks_started && stamp_of(dir_ + "/progress.stalled")) ranks_started = true, last_advance = t;
       if (const int64_t step = read_progress(dir_ + "/progress"); step > r.reached) {
         if (r.reached < 0 && failed_at_ > 0)
           say("training again on " + std::to_string(ranks_of(active_)) + " ranks at step " + std::to_string(step) + ", " +
               std::to_string(int(t - failed_at_ + 0.5)) + " s after the last step before the failure");
-        if (r.reached < 0) failed_at_ = 0;
+        if (r.reached < 0) {
+          failed_at_ = 0;
+          for (const auto& h : active_) held_.erase(h.name);  // its ranks arrived: no longer on hold
+        }
         r.reached = step, r.last_step_at = last_advance = t;
       }
       if (g_signal && !r.stopped_by) {
@@ -265,8 +394,8 @@ class Supervisor {
       }
       if (stop_sent && t - stop_sent > 30) kill(pid, SIGINT);  // no step ends: mpirun's own stop
       if (stop_sent && t - stop_sent > 60) kill(-pid, SIGKILL);
-      if (!stop_sent && r.reached >= 0 && !lost().empty() && t >= next_probe) {
-        const auto gone = lost();
+      if (!stop_sent && r.reached >= 0 && !to_ask().empty() && t >= next_probe) {
+        const auto gone = to_ask();
         const auto answered = probe_hosts(shell_, gone, o_.probe_timeout);
         bool back = false;
         for (size_t i = 0; i < gone.size(); ++i) {
@@ -282,7 +411,7 @@ class Supervisor {
         next_probe = seconds_now() + o_.probe_every;
       }
     }
-    kill(-pid, SIGKILL);  // whatever it left behind in its group
+    end_launch();
     return r;
   }
 
@@ -292,6 +421,10 @@ class Supervisor {
   const std::string self_;  // this program, found once: a rebuild during the run leaves "(deleted)" behind
   std::string checkpoint_, resume_, dir_;
   std::optional<FileStamp> earlier_checkpoint_;  // the --checkpoint file of an earlier run, if any
+  struct Hold {
+    double until = 0, seconds = 0;  // left out until then; the length of its last hold
+  };
+  std::map<std::string, Hold> held_;  // hosts whose ranks did not arrive, by name
   double deadline_;
   double failed_at_ = 0;  // when the last failure's last step was seen (0: none pending)
 };

@@ -33,6 +33,14 @@ struct Run {
   bool resumed;
 };
 
+// Rank 0's outputs that are folders or inputs fail before anything is written or trained.
+void check_outputs(const TrainOptions& o) {
+  check_output("--checkpoint", o.checkpoint, {{"--data", o.data}});  // may be --resume: continue in place
+  check_output("--log", o.log_csv, {{"--data", o.data}, {"--resume", o.resume}, {"--checkpoint", o.checkpoint}});
+  check_output("--progress-file", o.progress_file,
+               {{"--data", o.data}, {"--resume", o.resume}, {"--checkpoint", o.checkpoint}, {"--log", o.log_csv}});
+}
+
 // Loads this rank's slices, and on rank 0 the checkpoint to resume (all ranks fail together),
 // or makes fresh weights on rank 0; then every rank starts from rank 0's weights. Only rank 0
 // reads the checkpoint: on Pis it is on rank 0's disk alone (pitrain elastic restarts on other
@@ -45,7 +53,7 @@ Run start_run(const TrainOptions& o, Comm& comm) {
     train = load_rank_slice(o.data, "train", comm.rank(), comm.size());
     val = load_rank_slice(o.data, "val", comm.rank(), comm.size());
     if (!o.resume.empty() && comm.rank() == 0) {
-      ckpt.emplace(load_checkpoint(o.resume));
+      ckpt.emplace(load_checkpoint(o.resume, o.batch_size));
       if (ckpt->class_names != train.class_names)
         throw Error(o.resume + ": checkpoint classes differ from " + o.data + "'s class_names; resume on the same data");
       if (!o.model.empty() && Model(o.model, int(train.class_names.size())).spec() != ckpt->model.spec())
@@ -64,17 +72,10 @@ Run start_run(const TrainOptions& o, Comm& comm) {
   run_together(comm, [&] {
     // Inside: a model too large for this machine's memory may fail on some ranks only.
     model.emplace(ckpt ? std::move(ckpt->model) : Model(spec, int(train.class_names.size())));
-    check_fits_memory("--batch-size " + std::to_string(o.batch_size) + " with this model",
-                      double(o.batch_size) * double(model->activation_floats()) * sizeof(float),
-                      "use a smaller --batch-size");
+    check_model_fits_memory(model->layers(), o.batch_size, "--batch-size " + std::to_string(o.batch_size) + " with this model",
+                            "use a smaller --batch-size");
     check_fits_memory("--steps-per-epoch " + std::to_string(o.steps_per_epoch),  // the epoch's order of rows
                       double(o.steps_per_epoch) * double(o.batch_size) * sizeof(int64_t), "use fewer steps an epoch");
-    if (comm.rank() == 0) {  // before any training: outputs that are folders or inputs fail now
-      check_output("--checkpoint", o.checkpoint, {{"--data", o.data}});  // may be --resume: continue in place
-      check_output("--log", o.log_csv, {{"--data", o.data}, {"--resume", o.resume}, {"--checkpoint", o.checkpoint}});
-      check_output("--progress-file", o.progress_file,
-                   {{"--data", o.data}, {"--resume", o.resume}, {"--checkpoint", o.checkpoint}, {"--log", o.log_csv}});
-    }
   });
   auto opt = make_optimizer(o.optimizer, model->num_params(), o.momentum);
   RunState state{0, 0, 0, o.seed};
@@ -217,7 +218,11 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   const int rank = comm.rank(), ranks = comm.size();
   const int threads = o.threads ? o.threads : default_threads();
   ThreadPool pool(threads);
-  StallWatchdog watchdog(o.stall_timeout, comm);  // from here on: start-up too can stall
+  run_together(comm, [&] {
+    if (rank == 0) check_outputs(o);
+  });
+  // From here on start-up too can stall. FILE.stalled: the ranks that had not arrived, for `pitrain elastic`.
+  StallWatchdog watchdog(o.stall_timeout, comm, o.progress_file.empty() ? "" : o.progress_file + ".stalled");
   Run run = start_run(o, comm);
   Model& model = run.model;
   ThreadedModel threaded(model, pool);

@@ -8,6 +8,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <utility>
 #include <vector>
 
 #include "pitrain/clock.h"
@@ -70,11 +72,13 @@ std::string stall_point(int64_t step) {
 
 }  // namespace
 
-StallWatchdog::StallWatchdog(double timeout_seconds, const Comm& comm)
-    : timeout_(timeout_seconds), comm_(comm), last_beat_(seconds_now()) {
+StallWatchdog::StallWatchdog(double timeout_seconds, const Comm& comm, std::string stalled_file)
+    : timeout_(timeout_seconds), comm_(comm), stalled_file_(std::move(stalled_file)), last_beat_(seconds_now()) {
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
   if (timeout_ > 0 && level == MPI_THREAD_MULTIPLE && comm.size() > 1) MPI_Comm_dup(comm.raw(), &reports_);
+  // Made at once, empty: `pitrain elastic` times a stalled start-up from here, after this watchdog's.
+  if (reports_ != MPI_COMM_NULL && comm.rank() == 0 && !stalled_file_.empty()) std::ofstream(stalled_file_).close();
   if (timeout_ > 0) thread_ = std::thread(&StallWatchdog::watch, this);
 }
 
@@ -104,22 +108,25 @@ void StallWatchdog::watch() {
                  "hung or lost its network link; ending the job (resume from the last checkpoint with --resume)\n",
                  comm_.rank(), what.c_str(), stalled);
     std::fflush(stderr);
-    if (reports_ != MPI_COMM_NULL) report_to_rank0(step_.load());
-    std::this_thread::sleep_for(std::chrono::seconds(2));  // let the other ranks say the same
+    if (reports_ != MPI_COMM_NULL) report_to_rank0(step_.load());  // the other ranks have said the same by its end
+    else std::this_thread::sleep_for(std::chrono::seconds(2));  // let the other ranks say the same
     std::_Exit(1);
   }
 }
 
-// Each stalled rank that is waiting in MPI sends its step to rank 0; rank 0 collects for a few
-// seconds and names the ranks that sent nothing (dead, stopped or cut off) or were computing.
+// Each stalled rank that is waiting in MPI sends its step to rank 0; rank 0 collects for 2 s
+// and names the ranks that sent nothing (dead, stopped or cut off) or were computing. The
+// others stay a second longer: mpirun ends every rank once one exits, which would cut rank 0's
+// report short. The job ends well before `pitrain elastic` would end it (stall timeout + 5 s).
 void StallWatchdog::report_to_rank0(int64_t step) {
-  const double deadline = seconds_now() + 4;
+  const double deadline = seconds_now() + 2;
   int64_t mine[2] = {step, comm_.in_mpi() ? 1 : 0};
   if (comm_.rank() != 0) {
     MPI_Request request;
     MPI_Isend(mine, 2, MPI_INT64_T, 0, 0, reports_, &request);
     for (int done = 0; !done && seconds_now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(20)))
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    while (seconds_now() < deadline + 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return;
   }
   std::vector<char> waiting(size_t(comm_.size()), 0);
@@ -137,12 +144,16 @@ void StallWatchdog::report_to_rank0(int64_t step) {
     waiting[size_t(status.MPI_SOURCE)] = char(theirs[1]);
     ++heard;
   }
-  std::string missing;
+  std::string missing, numbers;
   for (int r = 0; r < comm_.size(); ++r)
-    if (!waiting[size_t(r)]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    if (!waiting[size_t(r)]) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      numbers += std::to_string(r) + " ";
+    }
   std::fprintf(stderr, "pitrain: error: %s stalled; ranks that had not arrived: %s (the others waited for them)\n",
                stall_point(step).c_str(), missing.empty() ? "none found" : missing.c_str());
   std::fflush(stderr);
+  if (!stalled_file_.empty()) std::ofstream(stalled_file_) << numbers << "\n";
 }
 
 std::string first_non_finite_layer(const Model& model) { return first_non_finite_layer(model, model.grads()); }
