@@ -32,6 +32,9 @@ for stem, n in (("train", 60), ("t10k", 20)):
 subprocess.run([pitrain, "prepare", "--npy", path("npy"), "--out", path("d.h5")], check=True, stdout=subprocess.DEVNULL)
 subprocess.run([pitrain, "train", "--data", path("d.h5"), "--model", "mlp", "--steps-per-epoch", "2", "--threads", "1",
                 "--checkpoint", path("m.h5")], check=True, stdout=subprocess.DEVNULL)
+# The smallest model predict takes, for a run that is mostly reading (a million rows).
+subprocess.run([pitrain, "train", "--data", path("d.h5"), "--model", "flatten dense(classes,softmax)", "--steps-per-epoch", "1",
+                "--threads", "1", "--checkpoint", path("tiny.h5")], check=True, stdout=subprocess.DEVNULL)
 with open(path("good.pgm"), "wb") as f:
     f.write(b"P5\n28 28\n255\n" + bytes(784))
 
@@ -60,6 +63,23 @@ checkpoint("classes-dup", set_attr("class_names", [b"a", b"b", b"a"]))
 checkpoint("classes-empty", set_attr("class_names", [b"a", b"", b"c"]))
 checkpoint("spec-bad", set_attr("model_spec", "dense(3,softmax) flatten"))
 checkpoint("spec-huge", set_attr("model_spec", "flatten dense(1000000000) dense(classes,softmax)"))
+# Specs whose parameters fit in memory (a few hundred MB) but whose weights the file does not hold.
+checkpoint("spec-wide", set_attr("model_spec", "flatten dense(100000) dense(classes,softmax)"))
+checkpoint("spec-wider", set_attr("model_spec", "flatten dense(100000000) dense(classes,softmax)"))
+with h5py.File(path("ckpt", "spec-only.h5"), "w") as f:  # a few KB: the attributes and no weights
+    f.attrs["model_spec"] = "flatten dense(100000) dense(classes,softmax)"
+    f.attrs["class_names"] = [b"a", b"b", b"c"]
+    f.create_group("model_weights").attrs["layer_names"] = [b"flatten", b"dense", b"dense_1"]
+# Every weight there, in its shape (zeros, compressed: under 100 KB), but the activations of a
+# 1x1 convolution to 4096 channels: 100 MB an image, 26 GB for evaluate's batch of 256.
+with h5py.File(path("activations.h5"), "w") as f:
+    f.attrs["model_spec"] = "conv2d(4096,1) flatten dense(3,softmax)"
+    f.attrs["class_names"] = [b"a", b"b", b"c"]
+    g = f.create_group("model_weights")
+    g.attrs["layer_names"] = [b"conv2d", b"flatten", b"dense"]
+    for name, shape in (("conv2d/conv2d/kernel:0", (1, 1, 1, 4096)), ("conv2d/conv2d/bias:0", (4096,)),
+                        ("dense/dense/kernel:0", (28 * 28 * 4096, 3)), ("dense/dense/bias:0", (3,))):
+        g.create_dataset(name, data=np.zeros(shape, dtype="f4"), compression="gzip", chunks=True)
 
 
 def weights_nan(f):
@@ -147,11 +167,15 @@ png("huge", 40000, 40000, b"\0" * (40001 * 200))  # a few rows of the 1.6 GB; th
 png("wide", 100000, 1, b"\0" * 100001)
 
 
-def npy(name, shape_text, data=b""):
+def npy_header(shape_text):  # a version 1 .npy header of uint8 rows, as numpy writes it
     header = ("{'descr': '|u1', 'fortran_order': False, 'shape': %s, }" % shape_text).encode()
     header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header
+
+
+def npy(name, shape_text, data=b""):
     with open(path("badnpy", name + ".npy"), "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + data)
+        f.write(npy_header(shape_text) + data)
 
 
 npy("neg-rows", "(-1, 784)", bytes(784))
@@ -170,11 +194,14 @@ def bomb(file, head):
             f.write(bytes(1 << 20))
 
 
-npy_head = ("{'descr': '|u1', 'fortran_order': False, 'shape': (10, 784), }").encode()
-npy_head += b" " * (63 - (len(npy_head) + 10) % 64) + b"\n"
-bomb(path("bomb", "npy", "bomb.npy"), b"\x93NUMPY\x01\x00" + struct.pack("<H", len(npy_head)) + npy_head)
+bomb(path("bomb", "npy", "bomb.npy"), npy_header("(10, 784)"))
 bomb(path("bomb", "idx", "train-images-idx3-ubyte.gz"), struct.pack(">BBBBIII", 0, 0, 8, 3, 10, 28, 28))
 with open(path("bomb", "idx", "train-labels-idx1-ubyte"), "wb") as f:
     f.write(struct.pack(">BBBBI", 0, 0, 8, 1, 10) + bytes(10))
 npy("neg-cols", "(1, -784)", bytes(784))
 npy("huge-rows", "(1000000000, 784)", bytes(784))
+# A million rows of zeros, gzip, as its header says: a few MB on disk, 784 MB inflated.
+with gzip.open(path("million", "zeros.npy"), "wb", compresslevel=1) as f:
+    f.write(npy_header("(1000000, 784)"))
+    for _ in range(1000):
+        f.write(bytes(784 * 1000))

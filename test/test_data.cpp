@@ -78,7 +78,7 @@ TEST_CASE("npy: malformed files are rejected with the file name and the reason")
   bad(test::npy_bytes(kDict, std::vector<uint8_t>(data.begin(), data.end() - 5)), "truncated data");
   auto longer = data;
   longer.push_back(1);
-  bad(test::npy_bytes(kDict, longer), "beyond the 3 images");
+  bad(test::npy_bytes(kDict, longer), "holds more than the 2352 bytes of data its header declares (3 rows)");
   bad({0x93, 'N', 'U', 'M', 'P', 'Y', 9, 0, 0, 0}, "unsupported .npy version 9");
   require_error([] { read_npy_images("/nonexistent/x.npy"); }, "/nonexistent/x.npy: cannot open");
 }
@@ -96,7 +96,7 @@ TEST_CASE("idx: gzip and plain files; malformed headers are rejected") {
   test::write_bytes(dir / "lab", idx_bytes({3}, {0, 1, 2}));
   CHECK(read_idx_labels(dir / "lab") == std::vector<uint8_t>{0, 1, 2});
   test::write_bytes(dir / "short", idx_bytes({2, 28, 28}, std::vector<uint8_t>(data.begin(), data.end() - 1)));
-  require_error([&] { read_idx_images(dir / "short"); }, "(truncated)");
+  require_error([&] { read_idx_images(dir / "short"); }, "short: truncated data: its header declares 2 rows (1568 bytes of data) but the file holds 1567");
   test::write_bytes(dir / "float", idx_bytes({3}, std::vector<uint8_t>(12), 0x0D));
   require_error([&] { read_idx_labels(dir / "float"); }, "expected 0x08");
   test::write_bytes(dir / "shape", idx_bytes({2, 27, 28}, std::vector<uint8_t>(2 * 27 * 28)));
@@ -105,19 +105,35 @@ TEST_CASE("idx: gzip and plain files; malformed headers are rejected") {
   require_error([&] { read_idx_images(dir / "junk"); }, "not an IDX file");
 }
 
+TEST_CASE("checked_mul: the product, or an Error naming the thing when it overflows") {
+  CHECK(checked_mul<uint64_t>(uint64_t(1) << 32, uint64_t(1) << 31, "x") == uint64_t(1) << 63);
+  CHECK(checked_mul<int64_t>(-3, 7, "x") == -21);
+  require_error([] { checked_mul<uint64_t>(uint64_t(1) << 32, uint64_t(1) << 32, "f.npy: its shape"); },
+                "f.npy: its shape: 4294967296 x 4294967296 overflows a 64-bit count (a damaged or hostile file); check the file");
+  require_error([] { checked_mul<uint32_t>(65536, 65536, "f.h5: attribute a"); }, "f.h5: attribute a: 65536 x 65536 overflows a 32-bit count");
+  require_error([] { checked_mul<int64_t>(INT64_MAX, 2, "x"); }, "overflows a 64-bit count");
+}
+
 TEST_CASE("sizes past 2^31 are computed without wrapping (32-bit Pis: size_t is 32 bits)") {
   // A .npy v2 header length of 2^32 - 8: offset + length wraps a 32-bit size_t to 4.
   std::vector<uint8_t> npy = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xF8, 0xFF, 0xFF, 0xFF};
   npy.resize(64, ' ');
   require_error([&] { parse_npy_images("long.npy", npy); }, "long.npy: truncated header");
-  // IDX dimensions 16 x (2^28 + 1): 2^32 + 16 bytes, which a 32-bit size_t wraps to the 16 there are.
-  require_error([] { parse_idx_labels("wrap", idx_bytes({16, (1u << 28) + 1}, std::vector<uint8_t>(16))); },
-                "declares more data than the file's 16 bytes");
-  // Three dimensions of 2^25 declare 2^75 bytes: the declared size saturates instead of wrapping
-  // 64 bits to 0, so the memory check refuses the file once its first 64 KB are read.
+  // IDX images 2^28 x 28 x 28: 49 x 2^32 bytes, which a 32-bit size_t wraps to 0: the 0 there are.
+  require_error(
+      [] {
+        ArrayRows rows("wrap", idx_bytes({1u << 28, 28, 28}, {}), idx_image_layout);
+        std::vector<uint8_t> batch;
+        rows.read(1, batch);
+      },
+      "wrap: truncated data: its header declares 268435456 rows (210453397504 bytes of data) but the file holds 0");
+  // Three dimensions of 2^25 declare 2^75 bytes, which wraps 64 bits to 0: refused as an overflow.
+  require_error([] { parse_idx_images("huge", idx_bytes({1u << 25, 1u << 25, 1u << 25}, {})); },
+                "huge: the IDX header's dimensions: 1125899906842624 x 33554432 overflows a 64-bit count");
+  // A header's count that fits 64 bits but no memory: refused before a byte of data is held.
   TempDir dir;
-  test::write_bytes(dir / "huge", idx_bytes({1u << 25, 1u << 25, 1u << 25}, std::vector<uint8_t>(1 << 16)));
-  require_error([&] { read_idx_images(dir / "huge"); }, "GB a rank, more than");
+  test::write_bytes(dir / "huge.npy", test::npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (999999999999, 784), }", {}));
+  require_error([&] { read_npy_images(dir / "huge.npy"); }, "huge.npy needs 7.84e+05 GB a rank, more than");
   // A rank slice past 2 GiB does not fit a 32-bit process's address space, whatever memory the
   // machine has (reading it would wrap the size_t of the buffer); past 2^63 bytes neither does a 64-bit one.
   require_error([] { check_fits_memory("slice", double(PTRDIFF_MAX) + double(1 << 20), "use more ranks"); },
@@ -125,6 +141,41 @@ TEST_CASE("sizes past 2^31 are computed without wrapping (32-bit Pis: size_t is 
   // Row offsets of a 3-billion-row split (uint8 rows would pass 2 GiB long before).
   CHECK(slice_bounds(3'000'000'000, 1, 2) == std::pair<int64_t, int64_t>{1'500'000'000, 3'000'000'000});
   CHECK(slice_bounds(int64_t(1) << 40, 3, 4).first == int64_t(3) << 38);
+}
+
+TEST_CASE("ArrayRows: rows a batch at a time, gzip or plain, the same as the whole; the end checked") {
+  TempDir dir;
+  const auto data = pixels(2500, 9);
+  const std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (2500, 784), }";
+  write_gzip(dir / "rows.npy", test::npy_bytes(dict, data));
+  test::write_bytes(dir / "plain.npy", test::npy_bytes(dict, data));
+  for (const char* name : {"rows.npy", "plain.npy"}) {
+    ArrayRows rows(dir / name, npy_image_layout);
+    CHECK(rows.rows() == 2500);
+    std::vector<uint8_t> all, batch;
+    std::vector<int64_t> sizes;
+    for (int64_t n; (n = rows.read(1000, batch)) > 0; batch.clear()) {
+      CHECK(batch.size() == size_t(n) * kImagePixels);
+      all.insert(all.end(), batch.begin(), batch.end());
+      sizes.push_back(n);
+    }
+    CHECK(sizes == std::vector<int64_t>{1000, 1000, 500});
+    CHECK(all == data);
+  }
+  // Found by the read that reaches them: data ending early, and data going on past the last row.
+  auto short_data = data;
+  short_data.resize(data.size() - 1);
+  write_gzip(dir / "short.npy", test::npy_bytes(dict, short_data));
+  auto long_data = data;
+  long_data.push_back(0);
+  write_gzip(dir / "long.npy", test::npy_bytes(dict, long_data));
+  for (const auto& [name, why] : {std::pair{"short.npy", "truncated data: its header declares 2500 rows (1960000 bytes of data) but the file holds 1959999"},
+                                  std::pair{"long.npy", "holds more than the 1960000 bytes of data its header declares (2500 rows)"}}) {
+    ArrayRows rows(dir / name, npy_image_layout);
+    std::vector<uint8_t> batch;
+    CHECK(rows.read(2000, batch) == 2000);
+    require_error([&] { rows.read(1000, batch); }, dir / name + ": " + why);
+  }
 }
 
 TEST_CASE("class lists come from a,b,c or from a file") {

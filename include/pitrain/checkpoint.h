@@ -1,7 +1,8 @@
 // Checkpoints (HDF5): the weights under /model_weights in Keras' own layout, which Keras'
 // model.load_weights("x.h5") reads (/model_weights/conv2d/conv2d/kernel:0, ...), optimizer
 // state under /optimizer_weights, and the run state as root attributes.
-// Written to a temporary file, flushed, fsynced and renamed: the old file survives any crash.
+// Written to a temporary file of the writer's own (paths.h: temp_path_beside), flushed, fsynced
+// and renamed: the old file survives any crash, and two writers of one file never share one.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -33,7 +34,10 @@ struct Checkpoint {
   std::map<std::string, std::vector<float>> optimizer_state;
 };
 
-Checkpoint load_checkpoint(const std::string& path);
+// `batch`: the rows its model will run at once (train's --batch-size, evaluate's kEvalBatch; predict
+// and serve run one image at a time). Every weight's presence and shape, and the memory of the
+// parameters and that batch's activations, are checked before the model is built.
+Checkpoint load_checkpoint(const std::string& path, int batch = 1);
 
 // Copies the saved optimizer state into `opt`; throws when it belongs to another optimizer.
 void restore_optimizer(const Checkpoint& ckpt, Optimizer& opt, const std::string& path);

@@ -16,6 +16,9 @@ struct Evaluation {
   std::vector<int64_t> confusion;  // (classes, classes): row = true label, column = prediction
 };
 
+// Rows run through the model at once (a load_checkpoint for evaluate checks their memory).
+constexpr int kEvalBatch = 256;
+
 // Every rank evaluates its slice; the sums are allreduced, so every rank gets the whole figure.
 Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm);
 

@@ -34,9 +34,13 @@ template <> inline hid_t native_type<int64_t>() { return H5T_NATIVE_INT64; }
 template <> inline hid_t native_type<float>() { return H5T_NATIVE_FLOAT; }
 template <> inline hid_t native_type<double>() { return H5T_NATIVE_DOUBLE; }
 
+// "(2,27,28)", "(3,)": a shape as Python prints it, for messages.
+std::string dims_text(const std::vector<hsize_t>& dims);
+
 class File {
  public:
-  static File create(const std::string& path);  // truncates
+  // Truncates an existing file, or with `exclusive` fails on one (H5F_ACC_EXCL, as O_EXCL).
+  static File create(const std::string& path, bool exclusive = false);
   static File open_read(const std::string& path);
   const std::string& path() const { return path_; }
   hid_t id() const { return h_.get(); }
@@ -51,6 +55,8 @@ class File {
   H5T_class_t type_class(const std::string& name) const;
   size_t type_size(const std::string& name) const;
   bool type_signed(const std::string& name) const;
+  // Error unless the dataset's filters can be decoded and the file stores the bytes it declares.
+  void check_stored(const std::string& name) const;
   // Rows [first, first + count) along dimension 0, converted to T.
   template <class T>
   std::vector<T> read_rows(const std::string& name, hsize_t first, hsize_t count) const;
@@ -77,8 +83,8 @@ class File {
   File(Handle h, std::string path) : h_(std::move(h)), path_(std::move(path)) {}
   Handle open_dataset(const std::string& name) const;
   Handle open_attr(const std::string& name, const std::string& object) const;
-  // Error unless the dataset's filters can be decoded and the file stores the bytes it declares.
   void check_stored(const std::string& name, hid_t ds) const;
+  uint64_t points(hid_t space, const std::string& what) const;  // its element count; Error naming `what`
   Handle h_;
   std::string path_;
 };

@@ -2,8 +2,11 @@
 // and IDX (MNIST, Fashion-MNIST), gzip or plain. Both give 28x28 uint8 images.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+struct gzFile_s;  // zlib's gzFile
 
 namespace pitrain {
 
@@ -20,6 +23,49 @@ struct ImageArray {
   int64_t rows = 0;
 };
 
+// How a file's data divide into rows, as its header declares them.
+struct RowLayout {
+  size_t data_offset = 0;  // the header's bytes
+  int64_t rows = 0;
+  uint64_t row_bytes = 0;
+};
+// A header's parser: the layout that the first bytes of a file (its head: 64 KB, or the whole file
+// if shorter) declare, or an Error naming the file and what is wrong.
+using LayoutOf = RowLayout (*)(const std::string& name, const std::vector<uint8_t>& head);
+RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& head);  // (N,784) or (N,28,28) uint8
+RowLayout idx_image_layout(const std::string& name, const std::vector<uint8_t>& head);  // (N,28,28) ubyte
+RowLayout idx_label_layout(const std::string& name, const std::vector<uint8_t>& head);  // (N,) ubyte
+
+// The rows of a file, gzip-compressed or plain (zlib reads plain files as they are), or of bytes in
+// memory, a few at a time: what is held is what the caller reads, whatever the header declares.
+// Errors name the file: a bad header (on construction), data that end before the rows the header
+// declares, or that go on after them (a damaged file, or a gzip bomb: inflated one byte past them).
+class ArrayRows {
+ public:
+  ArrayRows(const std::string& path, LayoutOf layout);
+  ArrayRows(const std::string& name, std::vector<uint8_t> bytes, LayoutOf layout);  // `name` only for messages
+  int64_t rows() const { return layout_.rows; }
+  // Appends the next rows, at most `max_rows` of them, to `out`; returns how many (0 after the last).
+  int64_t read(int64_t max_rows, std::vector<uint8_t>& out);
+  // Every row not read yet, once their declared size is known to fit in memory.
+  std::vector<uint8_t> read_rest();
+
+ private:
+  void parse_header(LayoutOf layout);  // from the buffer
+  size_t pull(uint8_t* to, size_t n);  // up to n bytes: the buffer's first, then the file's
+  void check_end();                    // after the last row: nothing more
+  std::string name_;
+  std::unique_ptr<gzFile_s, int (*)(gzFile_s*)> file_{nullptr, nullptr};  // null: bytes in memory only
+  std::vector<uint8_t> buffer_;  // the head (or the bytes in memory), read from buffer_at_ on
+  size_t buffer_at_ = 0;
+  RowLayout layout_;
+  uint64_t data_bytes_ = 0;  // rows x row_bytes
+  int64_t done_ = 0;         // rows read
+};
+
+// Every row not read yet of a file of 28x28 images (rows.read_rest()).
+ImageArray read_images(ArrayRows rows);
+
 // A .npy of dtype '|u1', C order, shape (N,784) or (N,28,28); anything else throws an Error
 // naming the file and what is wrong.
 ImageArray read_npy_images(const std::string& path);
@@ -31,12 +77,5 @@ ImageArray read_idx_images(const std::string& path);
 std::vector<uint8_t> read_idx_labels(const std::string& path);
 ImageArray parse_idx_images(const std::string& name, const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> parse_idx_labels(const std::string& name, const std::vector<uint8_t>& bytes);
-
-// The whole file, decompressed if it is gzip (zlib reads plain files as they are).
-// Never more than the size its header declares: `declared(head)` gets the first bytes (64 KB,
-// or the whole file if shorter) and returns the file's full size, which must fit in memory; a
-// file (a gzip bomb) that inflates past it is refused before it is.
-using DeclaredSize = uint64_t (*)(const std::string& path, const std::vector<uint8_t>& head);
-std::vector<uint8_t> read_file_maybe_gzip(const std::string& path, DeclaredSize declared);
 
 }  // namespace pitrain

@@ -14,8 +14,22 @@ namespace pitrain {
 // What the first layer sees: a prepared image, one grey channel.
 constexpr Shape kInputShape{kImageSide, kImageSide, 1};
 
-// Built-in models, by name; anything else is read as a layer list (see README "Model specs").
+// Built-in models, by name; anything else is read as a layer list (see docs/data.md, "Model specs").
 std::string expand_model_spec(const std::string& name_or_spec);
+
+// Keras' names of a model's layers: conv2d, conv2d_1, dense, ... (checkpoint group names).
+std::vector<std::string> keras_layer_names(const std::vector<std::unique_ptr<Layer>>& layers);
+
+// Floats a sample needs in Model::reserve() and the layers' buffers, about: each layer's input and
+// output, forward and backward (a fused pair's middle one too, though it is never stored: the
+// shares' size, kShareBytes, was measured in these units).
+int64_t activation_floats(const std::vector<std::unique_ptr<Layer>>& layers);
+
+// A UsageError "WHAT needs X GB a rank, ...; FIX" (check_fits_memory) unless a model of these
+// layers fits in memory with `batch` rows run at once: 16 bytes a parameter (weights, gradients,
+// Adam's two moments) and the batch's activations. From the layers' shapes: nothing is allocated.
+void check_model_fits_memory(const std::vector<std::unique_ptr<Layer>>& layers, int64_t batch, const std::string& what,
+                             const std::string& fix);
 
 struct LossStats {
   double loss_sum = 0;  // summed over samples
@@ -40,15 +54,12 @@ class Model {
   const std::string& spec() const { return spec_; }  // canonical layer list
   int classes() const { return classes_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
-  std::vector<std::string> layer_names() const;  // Keras' names: conv2d, conv2d_1, dense, ...
+  std::vector<std::string> layer_names() const { return keras_layer_names(layers_); }
   int64_t param_offset(size_t layer) const { return offsets_[layer]; }
   bool fused(size_t layer) const { return fused_[layer]; }  // does layer + 1's work too (Layer::fuse_next)
   int64_t num_params() const { return num_params_; }
   int64_t forward_flops() const;  // per sample
-  // Floats a sample needs in reserve() and the layers' buffers, about: each layer's input and
-  // output, forward and backward (a fused pair's middle one too, though it is never stored: the
-  // shares' size, kShareBytes, was measured in these units).
-  int64_t activation_floats() const;
+  int64_t activation_floats() const { return pitrain::activation_floats(layers_); }
 
   std::vector<float>& params() { return params_; }
   std::vector<float>& grads() { return grads_; }

@@ -1,6 +1,6 @@
 // Output files, checked before any work is done: an output must not be a folder, nor one of the
 // run's input files (which writing it would destroy), and its folder must be writable. Written
-// beside (PATH.tmp) and then put in place: the old file survives any crash.
+// beside and then put in place: the old file survives any crash.
 #pragma once
 #include <string>
 #include <utility>
@@ -16,6 +16,11 @@ bool same_file(const std::string& a, const std::string& b);
 // An empty path (the output is not wanted) passes.
 void check_output(const std::string& flag, const std::string& path,
                   const std::vector<std::pair<std::string, std::string>>& inputs);
+
+// A name beside `path` that no other writer picks: PATH.tmp.<pid>.<random>. A rank 0 of an earlier
+// launch may still be writing the same output; create the file exclusively (O_EXCL, H5F_ACC_EXCL),
+// so that a name in use fails instead of being shared.
+std::string temp_path_beside(const std::string& path);
 
 // Puts the finished `tmp` in place of `path`, durably: tmp's data reach the disk before the
 // rename, and the rename before this returns (a Pi loses power: the file is the old or the new

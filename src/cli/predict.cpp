@@ -25,33 +25,40 @@ void print_json(const std::string& file, int64_t row, const std::vector<float>& 
   std::printf("%s\n", json_text(line).c_str());
 }
 
-// The top 3 classes (or with json every class's probability) of each image or .npy row.
+// The top 3 classes (or with json every class's probability) of each image or .npy or IDX row.
 void predict_files(const std::string& model, const std::vector<std::string>& files, bool json) {
-  Checkpoint ckpt = load_checkpoint(model);
-  for (const auto& file : files) {
-    const ImageArray images = read_prediction_input(file);
-    for (int64_t i = 0; i < images.rows; ++i) {
-      const uint8_t* pixels = &images.pixels[size_t(i) * kImagePixels];
-      if (json) {
-        print_json(file, i, class_probabilities(ckpt.model, pixels), ckpt.class_names);
-        continue;
+  Checkpoint ckpt = load_checkpoint(model);  // one image at a time
+  for (const auto& file : files)
+    read_prediction_input(file, [&](const ImageArray& batch, int64_t first, int64_t rows) {
+      for (int64_t j = 0; j < batch.rows; ++j) {
+        const uint8_t* pixels = &batch.pixels[size_t(j) * kImagePixels];
+        const int64_t i = first + j;
+        if (json) {
+          print_json(file, i, class_probabilities(ckpt.model, pixels), ckpt.class_names);
+          continue;
+        }
+        std::printf("%s", file.c_str());
+        if (rows > 1) std::printf("[%lld]", (long long)i);
+        for (const Guess& g : top_classes(ckpt.model, pixels, 3))
+          std::printf("  %s %.3f", ckpt.class_names[size_t(g.label)].c_str(), g.probability);
+        std::printf("\n");
       }
-      std::printf("%s", file.c_str());
-      if (images.rows > 1) std::printf("[%lld]", (long long)i);
-      for (const Guess& g : top_classes(ckpt.model, pixels, 3))
-        std::printf("  %s %.3f", ckpt.class_names[size_t(g.label)].c_str(), g.probability);
-      std::printf("\n");
-    }
-  }
+    });
 }
 
 }  // namespace
 
 int predict(int argc, char** argv, Comm& comm) {
-  cxxopts::Options options("predict", "Top-3 classes (--json: every class probability) of 28x28 grayscale PGM/PNG images or .npy rows");
+  cxxopts::Options options = command_options(
+      "predict", "Top-3 classes (--json: every class's probability) of each FILE:\n"
+                 "  .png or .pgm: a 28x28 image (PNG: grayscale or colour, strokes on transparency too; PGM: P2\n"
+                 "    or P5), light on dark or dark on light (a mostly light image is inverted)\n"
+                 "  .npy: rows of 28x28 uint8 images, shape (N, 784) or (N, 28, 28), as Quick Draw's files\n"
+                 "  *-ubyte or *-ubyte.gz: an IDX image file, as MNIST's (t10k-images-idx3-ubyte.gz)\n"
+                 "  .npy and IDX files are read a batch of rows at a time, gzip or plain");
   options.add_options()
-    ("model", "Checkpoint from `pitrain train --checkpoint`", cxxopts::value<std::string>())
-    ("files", "Images (.pgm, .png) or .npy files", cxxopts::value<std::vector<std::string>>())
+    ("model", "Checkpoint from `pitrain train --checkpoint` (required)", cxxopts::value<std::string>(), "FILE")
+    ("files", "Images (.png, .pgm), .npy or IDX files", cxxopts::value<std::vector<std::string>>())
     ("json", "One JSON line an image with every class's probability at full precision");
   options.parse_positional({"files"});
   options.positional_help("FILE...");

@@ -13,16 +13,6 @@ std::pair<int64_t, int64_t> slice_bounds(int64_t n, int rank, int size) {
   return {n * rank / size, n * (rank + 1) / size};
 }
 
-namespace {
-
-std::string dims_text(const std::vector<hsize_t>& dims) {
-  std::string s = "(";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + (dims.size() == 1 ? ",)" : ")");
-}
-
-}  // namespace
-
 std::string class_names_problem(const std::vector<std::string>& names) {
   if (names.size() < 2) return std::to_string(names.size()) + " class name(s); a classifier needs at least 2";
   for (size_t i = 0; i < names.size(); ++i) {
@@ -42,12 +32,12 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
     throw Error(path + ": attribute class_names: " + problem + "; prepare the file again");
   const auto idims = f.shape(images), ldims = f.shape(labels);
   if (idims.size() != 3 || idims[1] != kImageSide || idims[2] != kImageSide)
-    throw Error(path + ": dataset " + images + " has shape " + dims_text(idims) + ", expected " + image_rows_shape_text());
+    throw Error(path + ": dataset " + images + " has shape " + h5::dims_text(idims) + ", expected " + image_rows_shape_text());
   if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1 || f.type_signed(images))
     throw Error(path + ": dataset " + images + " must be uint8 pixels (0-255)" +
                 (f.type_signed(images) ? std::string(", not int8, whose negative values would read as 0; convert it") : ""));
   if (ldims.size() != 1 || ldims[0] != idims[0])
-    throw Error(path + ": dataset " + labels + " has shape " + dims_text(ldims) + ", expected (" +
+    throw Error(path + ": dataset " + labels + " has shape " + h5::dims_text(ldims) + ", expected (" +
                 std::to_string(idims[0]) + ",) to match " + images);
   if (f.type_class(labels) != H5T_INTEGER) throw Error(path + ": dataset " + labels + " must hold integers");
   s.total_rows = int64_t(idims[0]);

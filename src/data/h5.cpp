@@ -29,9 +29,15 @@ Handle::~Handle() {
   if (id_ >= 0 && close_) close_(id_);
 }
 
-File File::create(const std::string& path) {
+std::string dims_text(const std::vector<hsize_t>& dims) {
+  std::string s = "(";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + (dims.size() == 1 ? ",)" : ")");
+}
+
+File File::create(const std::string& path, bool exclusive) {
   silence_hdf5();
-  hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t id = H5Fcreate(path.c_str(), exclusive ? H5F_ACC_EXCL : H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (id < 0) throw Error(path + ": cannot create file (" + std::strerror(errno) + "); check that the folder exists and is writable");
   return File(Handle(id, H5Fclose), path);
 }
@@ -128,13 +134,22 @@ void File::check_stored(const std::string& name, hid_t ds) const {
                   "), which this HDF5 library cannot decode; write it uncompressed or with gzip");
   }
   Handle space(H5Dget_space(ds), H5Sclose), type(H5Dget_type(ds), H5Tclose);
-  const double declared = double(H5Sget_simple_extent_npoints(space.get())) * double(H5Tget_size(type.get()));
+  const uint64_t declared =
+      checked_mul<uint64_t>(points(space.get(), name), H5Tget_size(type.get()), path_ + ": " + name + "'s bytes");
   // Unwritten chunks read as zeros: a file that stores less than its shape declares is not data.
   // Compressed, deflate packs at most about 1032:1.
   const double stored = double(H5Dget_storage_size(ds)) * (filters > 0 ? 1032.0 : 1.0);
-  if (stored < declared)
-    throw Error(path_ + ": " + name + " declares " + std::to_string(uint64_t(declared)) + " bytes but the file stores only " +
+  if (stored < double(declared))
+    throw Error(path_ + ": " + name + " declares " + std::to_string(declared) + " bytes but the file stores only " +
                 std::to_string(H5Dget_storage_size(ds)) + " (a sparse or truncated dataset); write the file again");
+}
+
+void File::check_stored(const std::string& name) const { check_stored(name, open_dataset(name).get()); }
+
+uint64_t File::points(hid_t space, const std::string& what) const {
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  if (n < 0) throw Error(path_ + ": cannot read the shape of " + what + " (damaged file?)");
+  return uint64_t(n);
 }
 
 bool File::type_signed(const std::string& name) const {
@@ -155,11 +170,12 @@ std::vector<T> File::read_rows(const std::string& name, hsize_t first, hsize_t c
   std::vector<hsize_t> start(dims.size(), 0), extent = dims;
   start[0] = first;
   extent[0] = count;
-  double n = 1;  // no wrap: the dimensions come from the file
-  for (auto d : extent) n *= double(d);
-  check_fits_memory(path_ + ": " + name, n * sizeof(T), "use more ranks, on more machines");
+  uint64_t n = 1;
+  for (auto d : extent) n = checked_mul<uint64_t>(n, d, path_ + ": " + name + "'s shape");
+  check_fits_memory(path_ + ": " + name, double(checked_mul<uint64_t>(n, sizeof(T), path_ + ": " + name + "'s bytes")),
+                    "use more ranks, on more machines");
   std::vector<T> out;
-  out.resize(static_cast<size_t>(n));
+  out.resize(static_cast<size_t>(n));  // fits: check_fits_memory bounds it by PTRDIFF_MAX
   if (n == 0) return out;
   H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr);
   Handle mem(H5Screate_simple(int(extent.size()), extent.data(), nullptr), H5Sclose);
@@ -259,10 +275,16 @@ std::vector<std::string> File::attr_strings(const std::string& name, const std::
   Handle ft(H5Aget_type(a.get()), H5Tclose);
   if (H5Tget_class(ft.get()) != H5T_STRING) throw Error(path_ + ": " + label + " is not a string");
   Handle space(H5Aget_space(a.get()), H5Sclose);
-  const size_t n = size_t(H5Sget_simple_extent_npoints(space.get()));
+  const bool variable = H5Tis_variable_str(ft.get()) > 0;
+  // Each value is a pointer (variable-length strings) or `len` bytes: counts from the file, multiplied
+  // in 64 bits and bounded by the memory before any size_t holds them (32 bits on a 32-bit Pi).
+  const uint64_t points = this->points(space.get(), label), len = variable ? sizeof(char*) : H5Tget_size(ft.get());
+  check_fits_memory(path_ + ": " + label, double(checked_mul<uint64_t>(points, len, path_ + ": " + label + "'s bytes")),
+                    "check the file");
+  const size_t n = size_t(points), width = size_t(len);
   std::vector<std::string> out;
   if (n == 0) return out;
-  if (H5Tis_variable_str(ft.get()) > 0) {
+  if (variable) {
     std::vector<char*> ptrs(n);
     Handle t = string_type();
     H5Tset_cset(t.get(), H5Tget_cset(ft.get()));  // HDF5 converts no charset: h5py writes bytes as ASCII
@@ -270,10 +292,9 @@ std::vector<std::string> File::attr_strings(const std::string& name, const std::
     for (char* p : ptrs) out.emplace_back(p ? p : "");
     H5Dvlen_reclaim(t.get(), space.get(), H5P_DEFAULT, ptrs.data());
   } else {  // fixed-length strings, as h5py writes numpy 'S' arrays
-    const size_t len = H5Tget_size(ft.get());
-    std::vector<char> buf(n * len);
+    std::vector<char> buf(n * width);
     if (H5Aread(a.get(), ft.get(), buf.data()) < 0) throw Error(path_ + ": cannot read " + label);
-    for (size_t i = 0; i < n; ++i) out.emplace_back(std::string(&buf[i * len], strnlen(&buf[i * len], len)));
+    for (size_t i = 0; i < n; ++i) out.emplace_back(std::string(&buf[i * width], strnlen(&buf[i * width], width)));
   }
   return out;
 }

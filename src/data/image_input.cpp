@@ -28,7 +28,7 @@ std::string lowercase(std::string s) {
 void check_image_size(const std::string& path, int64_t w, int64_t h) {
   if (w != kImageSide || h != kImageSide)
     throw Error(path + ": image is " + std::to_string(w) + "x" + std::to_string(h) +
-                ", expected " + image_size_text() + "; scale it first (README: \"Predict on your own drawing\")");
+                ", expected " + image_size_text() + "; scale it first (docs/data.md: \"Your own drawing\")");
 }
 
 // PGM: "P5" (binary) or "P2" (text), width, height, maxval, then the pixels; # comments allowed.
@@ -47,7 +47,7 @@ std::vector<uint8_t> read_pgm(const std::string& path, int& w, int& h) {
   w = next_int(), h = next_int();
   const int maxval = next_int();
   if ((magic != "P5" && magic != "P2") || w <= 0 || h <= 0 || maxval <= 0 || maxval > 255)
-    throw Error(path + ": not an 8-bit grayscale PGM (P2 or P5); predict reads .png, .pgm and .npy files");
+    throw Error(path + ": not an 8-bit grayscale PGM (P2 or P5); predict reads .png, .pgm, .npy and IDX (*-ubyte) files");
   check_image_size(path, w, h);
   std::vector<int> values(size_t(w) * h);
   if (magic == "P5") {
@@ -98,18 +98,26 @@ std::vector<uint8_t> read_png(const std::string& path, int& w, int& h) {
 
 }  // namespace
 
-ImageArray read_prediction_input(const std::string& path) {
-  if (ends_with(lowercase(path), ".npy")) {
-    ImageArray images = read_npy_images(path);
-    if (images.rows == 0) throw Error(path + ": holds no images (0 rows)");
-    return images;
+void read_prediction_input(const std::string& path, const PredictionBatch& use) {
+  const std::string name = lowercase(path);
+  const bool npy = ends_with(name, ".npy"), idx = ends_with(name, "-ubyte") || ends_with(name, "-ubyte.gz");
+  if (npy || idx) {
+    ArrayRows rows(path, npy ? npy_image_layout : idx_image_layout);
+    if (rows.rows() == 0) throw Error(path + ": holds no images (0 rows)");
+    ImageArray batch;
+    for (int64_t first = 0; first < rows.rows(); first += batch.rows) {
+      batch.pixels.clear();
+      batch.rows = rows.read(kPredictionRows, batch.pixels);
+      use(batch, first, rows.rows());
+    }
+    return;
   }
   int w = 0, h = 0;
-  std::vector<uint8_t> px = ends_with(lowercase(path), ".png") ? read_png(path, w, h) : read_pgm(path, w, h);
-  const double mean = std::accumulate(px.begin(), px.end(), 0.0) / double(px.size());
+  ImageArray image{ends_with(name, ".png") ? read_png(path, w, h) : read_pgm(path, w, h), 1};
+  const double mean = std::accumulate(image.pixels.begin(), image.pixels.end(), 0.0) / double(image.pixels.size());
   if (mean > 127)
-    for (auto& p : px) p = uint8_t(255 - p);
-  return {std::move(px), 1};
+    for (auto& p : image.pixels) p = uint8_t(255 - p);
+  use(image, 0, 1);
 }
 
 }  // namespace pitrain

@@ -1,5 +1,6 @@
-// NumPy .npy reader for uint8 image arrays. Format: "\x93NUMPY", major, minor, header length
-// (u16 for version 1, u32 for 2 and 3), then a Python dict literal, then the raw data.
+// NumPy .npy files of uint8 images: the header's parser; ArrayRows reads the data. Format:
+// "\x93NUMPY", major, minor, header length (u16 for version 1, u32 for 2 and 3), then a Python
+// dict literal, then the raw data.
 #include <regex>
 
 #include "pitrain/error.h"
@@ -27,14 +28,9 @@ std::vector<int64_t> parse_shape(const std::string& tuple) {
   return dims;
 }
 
+}  // namespace
 
-// Where the data starts and how many images the header declares; throws on a bad header.
-struct NpyLayout {
-  size_t data_offset;
-  int64_t rows;
-};
-
-NpyLayout parse_npy_header(const std::string& name, const std::vector<uint8_t>& b) {
+RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& b) {
   auto fail = [&](const std::string& what) { throw Error(name + ": " + what); };
   static const uint8_t magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (b.size() < 10 || !std::equal(magic, magic + 6, b.begin()))
@@ -69,36 +65,13 @@ NpyLayout parse_npy_header(const std::string& name, const std::vector<uint8_t>& 
     fail("shape " + (shape_text.empty() ? std::string("missing") : shape_text) +
          ", expected (N, " + std::to_string(kImagePixels) + ") or " + image_rows_shape_text() + " (rows of " +
          image_size_text() + " images)");
-  return {offset + header_len, shape[0]};
+  return {offset + header_len, shape[0], kImagePixels};
 }
 
-// The file's size as its header declares it.
-uint64_t npy_declared_size(const std::string& name, const std::vector<uint8_t>& head) {
-  const NpyLayout layout = parse_npy_header(name, head);
-  return layout.data_offset + uint64_t(layout.rows) * kImagePixels;
-}
+ImageArray read_npy_images(const std::string& path) { return read_images(ArrayRows(path, npy_image_layout)); }
 
-}  // namespace
-
-ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>& b) {
-  auto fail = [&](const std::string& what) { throw Error(name + ": " + what); };
-  const NpyLayout layout = parse_npy_header(name, b);
-  ImageArray out;
-  out.rows = layout.rows;
-  const uint64_t data_bytes = uint64_t(out.rows) * kImagePixels;  // 64-bit also on 32-bit Pis
-  const uint64_t have = b.size() - layout.data_offset;
-  if (have < data_bytes)
-    fail("truncated data: header says " + std::to_string(out.rows) + " images (" + std::to_string(data_bytes) +
-         " bytes) but the file holds " + std::to_string(have));
-  if (have > data_bytes)
-    fail("file holds " + std::to_string(have - data_bytes) + " bytes beyond the " + std::to_string(out.rows) +
-         " images its header declares");
-  out.pixels.assign(b.begin() + int64_t(layout.data_offset), b.end());
-  return out;
-}
-
-ImageArray read_npy_images(const std::string& path) {
-  return parse_npy_images(path, read_file_maybe_gzip(path, npy_declared_size));
+ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>& bytes) {
+  return read_images(ArrayRows(name, bytes, npy_image_layout));
 }
 
 }  // namespace pitrain

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <random>
 
 #include "pitrain/error.h"
 
@@ -45,11 +45,19 @@ void check_output(const std::string& flag, const std::string& path,
     if (path == input || same_file(path, input))
       throw Error(flag + " " + path + ": is the same file as " + input_flag + " " + input +
                   ", which writing it would destroy; write to another file");
-  const std::string probe = path + ".tmp";  // where checkpoints are written before the rename
-  const bool existed = ::access(probe.c_str(), F_OK) == 0;  // then it is kept, whoever wrote it
-  if (!std::ofstream(probe, std::ios::app))
-    throw Error(flag + " " + path + ": cannot write there; check that the folder exists and is writable");
-  if (!existed) std::remove(probe.c_str());
+  const std::string probe = temp_path_beside(path);  // a file of this check's own: can the folder take one?
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) throw Error(flag + " " + path + ": cannot write there; check that the folder exists and is writable");
+  ::close(fd);
+  std::remove(probe.c_str());
+}
+
+std::string temp_path_beside(const std::string& path) {
+  std::random_device random;
+  const uint64_t tag = (uint64_t(random()) << 32) ^ random();
+  char suffix[48];
+  std::snprintf(suffix, sizeof suffix, ".tmp.%ld.%016llx", long(::getpid()), (unsigned long long)tag);
+  return path + suffix;
 }
 
 void replace_durably(const std::string& tmp, const std::string& path) {

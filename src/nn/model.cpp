@@ -25,8 +25,9 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
   while (layers_[first_weighted_]->num_params() == 0) ++first_weighted_;
   if (total > (int64_t(1) << 30))
     throw UsageError("model spec: " + std::to_string(total) + " parameters is more than this tool is meant for (2^30)");
-  check_fits_memory("model " + spec_ + ": its " + std::to_string(total) + " parameters (weights, gradients, Adam's two moments)",
-                    16.0 * double(total), "use fewer or smaller layers");
+  check_model_fits_memory(layers_, 0,
+                          "model " + spec_ + ": its " + std::to_string(total) + " parameters (weights, gradients, Adam's two moments)",
+                          "use fewer or smaller layers");
   num_params_ = total;
   params_.assign(size_t(total), 0.0f);
   grads_.assign(size_t(total), 0.0f);
@@ -53,11 +54,11 @@ void Model::bind_grads(float* grads) {
   for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->bind_grads(grads + offsets_[i]);
 }
 
-// Keras numbers the layers of each kind: conv2d, conv2d_1, ... (checkpoint group names).
-std::vector<std::string> Model::layer_names() const {
+// Keras numbers the layers of each kind: conv2d, conv2d_1, ...
+std::vector<std::string> keras_layer_names(const std::vector<std::unique_ptr<Layer>>& layers) {
   std::map<std::string, int> seen;
   std::vector<std::string> names;
-  for (auto& l : layers_) {
+  for (auto& l : layers) {
     const std::string name = l->type().keras_name;
     const int k = seen[name]++;
     names.push_back(k ? name + "_" + std::to_string(k) : name);
@@ -65,10 +66,17 @@ std::vector<std::string> Model::layer_names() const {
   return names;
 }
 
-int64_t Model::activation_floats() const {
+int64_t activation_floats(const std::vector<std::unique_ptr<Layer>>& layers) {
   int64_t n = 0;
-  for (const auto& l : layers_) n += 2 * (l->input_shape().size() + l->output_shape().size());
+  for (const auto& l : layers) n += 2 * (l->input_shape().size() + l->output_shape().size());
   return n;
+}
+
+void check_model_fits_memory(const std::vector<std::unique_ptr<Layer>>& layers, int64_t batch, const std::string& what,
+                             const std::string& fix) {
+  double params = 0;
+  for (const auto& l : layers) params += double(l->num_params());
+  check_fits_memory(what, 16.0 * params + double(batch) * double(activation_floats(layers)) * sizeof(float), fix);
 }
 
 int64_t Model::forward_flops() const {

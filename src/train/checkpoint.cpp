@@ -2,12 +2,14 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 #include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/guard.h"
 #include "pitrain/h5.h"
 #include "pitrain/keras.h"
+#include "pitrain/layer_registry.h"
 #include "pitrain/paths.h"
 #include "pitrain/text.h"
 
@@ -65,59 +67,101 @@ uint64_t seed_attr(const h5::File& f) {
   return v;
 }
 
-// The model its model_spec and class_names describe; an Error naming the file when they do not fit.
-Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_names) {
+using WeightPath = std::string (*)(const std::string& layer, const ParamView& p);
+
+// Every weight dataset that the layers imply is in the file, in its shape, with the bytes it
+// declares: a few bytes of model_spec may describe gigabytes of parameters.
+void check_weights(const h5::File& f, const std::vector<std::unique_ptr<Layer>>& layers, WeightPath path_of) {
+  const auto names = keras_layer_names(layers);
+  for (size_t i = 0; i < layers.size(); ++i)
+    for (const auto& p : layers[i]->params()) {
+      const std::string name = path_of(names[i], p);
+      if (!f.exists(name))
+        throw Error(f.path() + ": dataset " + name + " is missing, which its model_spec implies; the checkpoint is damaged or was edited");
+      const auto dims = f.shape(name);
+      if (std::vector<int64_t>(dims.begin(), dims.end()) != p.shape)
+        throw Error(f.path() + ": dataset " + name + " has shape " + h5::dims_text(dims) + ", expected " +
+                    h5::dims_text(std::vector<hsize_t>(p.shape.begin(), p.shape.end())) +
+                    " from its model_spec; the checkpoint is damaged or was edited");
+      f.check_stored(name);
+    }
+}
+
+// The model its model_spec and class_names describe, built once the file holds every weight it
+// implies and its parameters and `batch` rows of activations fit in memory (checked from the
+// layers' shapes, before anything is allocated); an Error naming the file otherwise.
+Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_names, WeightPath path_of, int batch) {
   if (const auto problem = class_names_problem(class_names); !problem.empty())
     throw Error(f.path() + ": attribute class_names: " + problem + "; the checkpoint is damaged");
   const std::string spec = f.attr_string("model_spec");
+  const int classes = int(class_names.size());
+  auto not_this_file = [&](const Error& e) {  // its words are about a --model flag: say it is this file's
+    return Error(f.path() + ": its model_spec does not fit its " + std::to_string(classes) + " class_names (" + e.what() +
+                 "); the checkpoint is damaged or was edited");
+  };
+  std::vector<std::unique_ptr<Layer>> layers;
   try {
-    return Model(spec, int(class_names.size()));
-  } catch (const Error& e) {  // its words are about a --model flag: say it is this file's
-    throw Error(f.path() + ": its model_spec does not fit its " + std::to_string(class_names.size()) +
-                " class_names (" + e.what() + "); the checkpoint is damaged or was edited");
+    layers = make_layers(spec, kInputShape, classes);
+  } catch (const Error& e) {
+    throw not_this_file(e);
   }
+  check_weights(f, layers, path_of);
+  check_model_fits_memory(layers, batch, f.path() + ": its model " + spec + " run on " + std::to_string(batch) + " rows at once",
+                          "use a machine with more memory, or a smaller --batch-size to resume");
+  try {
+    return Model(spec, classes);
+  } catch (const Error& e) {
+    throw not_this_file(e);
+  }
+}
+
+// Everything a checkpoint holds, flushed to the file.
+void write_contents(h5::File& f, const Model& model, Optimizer& opt, const RunState& state,
+                    const std::vector<std::string>& class_names) {
+  write_weights(f, model);
+  for (auto& [name, buf] : opt.state())
+    f.write<float>("/optimizer_weights/" + name, {hsize_t(buf->size())}, buf->data());
+  f.set_attr("model_spec", model.spec());
+  f.set_attr("class_names", class_names);
+  f.set_attr("optimizer", opt.name());
+  f.set_attr("iterations", double(opt.iterations));
+  f.set_attr("epoch", double(state.epoch));
+  f.set_attr("step", double(state.step));
+  f.set_attr("epoch_step", double(state.epoch_step));
+  f.set_attr("steps_per_epoch", double(state.steps_per_epoch));
+  f.set_attr("seed", std::to_string(state.seed));  // a string: a double cannot hold every uint64
+  f.set_attr("created_by", "pitrain");
+  f.flush();
 }
 
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt, const RunState& state,
                      const std::vector<std::string>& class_names) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temp_path_beside(path);
   {
-    auto f = h5::File::create(tmp);
-    write_weights(f, model);
-    for (auto& [name, buf] : opt.state())
-      f.write<float>("/optimizer_weights/" + name, {hsize_t(buf->size())}, buf->data());
-    f.set_attr("model_spec", model.spec());
-    f.set_attr("class_names", class_names);
-    f.set_attr("optimizer", opt.name());
-    f.set_attr("iterations", double(opt.iterations));
-    f.set_attr("epoch", double(state.epoch));
-    f.set_attr("step", double(state.step));
-    f.set_attr("epoch_step", double(state.epoch_step));
-    f.set_attr("steps_per_epoch", double(state.steps_per_epoch));
-    f.set_attr("seed", std::to_string(state.seed));  // a string: a double cannot hold every uint64
-    f.set_attr("created_by", "pitrain");
-    f.flush();
+    auto f = h5::File::create(tmp, true);  // exclusive: a name in use fails here, and is not ours to remove
+    try {
+      write_contents(f, model, opt, state, class_names);
+    } catch (...) {
+      std::remove(tmp.c_str());  // still open: the handle closes on a file no one sees
+      throw;
+    }
   }
   replace_durably(tmp, path);
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+Checkpoint load_checkpoint(const std::string& path, int batch) {
   auto f = h5::File::open_read(path);
   if (!f.has_attr("model_spec") || !f.exists("/model_weights"))
     throw Error(path + ": not a pitrain checkpoint (no model_spec or /model_weights); give a file written by `pitrain train --checkpoint`");
   const auto class_names = f.attr_strings("class_names");
-  Checkpoint c{checkpoint_model(f, class_names), class_names, {}, "", 0, {}};
+  const WeightPath path_of = f.has_attr("layer_names", "/model_weights") ? weight_path : weight_path_before_keras;
+  Checkpoint c{checkpoint_model(f, class_names, path_of, batch), class_names, {}, "", 0, {}};
   const auto names = c.model.layer_names();
-  const auto path_of = f.has_attr("layer_names", "/model_weights") ? weight_path : weight_path_before_keras;
   for (size_t i = 0; i < c.model.layers().size(); ++i)
-    for (const auto& p : c.model.layers()[i]->params()) {
-      const std::string name = path_of(names[i], p);
-      const auto dims = f.shape(name);
-      if (std::vector<int64_t>(dims.begin(), dims.end()) != p.shape)
-        throw Error(path + ": " + name + " does not have the shape its model_spec implies (corrupt checkpoint)");
-      const auto w = f.read_all<float>(name);
+    for (const auto& p : c.model.layers()[i]->params()) {  // each checked by checkpoint_model
+      const auto w = f.read_all<float>(path_of(names[i], p));
       std::copy(w.begin(), w.end(), c.model.params().begin() + c.model.param_offset(i) + p.offset);
     }
   if (const auto bad = first_non_finite_layer(c.model, c.model.params()); !bad.empty())

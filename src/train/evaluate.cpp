@@ -6,10 +6,6 @@
 
 namespace pitrain {
 
-namespace {
-constexpr int kEvalBatch = 256;
-}
-
 Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm) {
   const int classes = model.model().classes();
   // [loss sum, correct, count, confusion...]: one allreduce for all of it. A row a share,
