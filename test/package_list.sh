@@ -37,8 +37,9 @@ done
 
 # A typo in the list fails here, not on a Pi.
 if [ -n "$(find /var/lib/apt/lists -name "*_Packages*" -print -quit 2>/dev/null)" ]; then
+  known=$(apt-cache show --no-all-versions "${listed[@]}" 2>/dev/null | sed -n 's/^Package: //p')
   for package in "${listed[@]}"; do
-    apt-cache show --no-all-versions "$package" >/dev/null 2>&1 || fail "apt knows no package $package (packages.txt)"
+    grep -qxF -- "$package" <<<"$known" || fail "apt knows no package $package (packages.txt)"
   done
 else
   echo "SKIP the apt check: apt has no package lists here (apt-get update)"
