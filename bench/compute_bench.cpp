@@ -38,7 +38,8 @@ void bench_model(const std::string& spec, int classes, int batch, int threads, i
   for (int i = 0; i < batch; ++i) y[size_t(i)] = i % classes;
   auto step = [&](int s) {
     threaded.forward_backward(x.data(), y.data(), batch, Context{true, uint64_t(s)});
-    adam.step(model.params().data(), model.grads().data(), model.num_params(), 1e-3f, threaded.pool_for_update(batch));
+    adam.step(model.params().data(), model.grads().data(), model.num_params(), 1e-3f,
+              threaded.pool_for_update(batch));
   };
   for (int s = 0; s < 5; ++s) step(s);  // warm-up: caches, page faults, thread pools
   const double t0 = seconds_now();
@@ -75,25 +76,26 @@ void bench_sgemm(int m, int k, int n, int reps) {
 
 void run_bench(int argc, char** argv) {
   cxxopts::Options options("compute_bench", "images/s of one training step, or SGEMM GFLOP/s");
-  options.add_options()
-    ("model", "Model name or spec", cxxopts::value<std::string>()->default_value("cnn"))
-    ("classes", "Classes", cxxopts::value<int>()->default_value("15"))
-    ("batch", "Batch size", cxxopts::value<int>()->default_value("32"))
-    ("threads", "Threads", cxxopts::value<int>()->default_value("1"))
-    ("steps", "Timed steps", cxxopts::value<int>()->default_value("200"))
-    ("sgemm", "Time C(MxN) = A(MxK) B(KxN) instead, given as M,K,N", cxxopts::value<std::vector<int>>())
-    ("help", "This help");
+  options.add_options()("model", "Model name or spec",
+                        cxxopts::value<std::string>()->default_value("cnn"))(
+      "classes", "Classes", cxxopts::value<int>()->default_value("15"))(
+      "batch", "Batch size", cxxopts::value<int>()->default_value("32"))(
+      "threads", "Threads", cxxopts::value<int>()->default_value("1"))(
+      "steps", "Timed steps", cxxopts::value<int>()->default_value("200"))(
+      "sgemm", "Time C(MxN) = A(MxK) B(KxN) instead, given as M,K,N",
+      cxxopts::value<std::vector<int>>())("help", "This help");
   const auto r = options.parse(argc, argv);
   if (r.count("help")) {
     std::printf("%s\n", options.help().c_str());
   } else if (r.count("sgemm")) {
     const auto d = r["sgemm"].as<std::vector<int>>();
-    if (d.size() != 3) throw std::invalid_argument("--sgemm takes three sizes M,K,N, e.g. --sgemm 3872,288,64");
+    if (d.size() != 3)
+      throw std::invalid_argument("--sgemm takes three sizes M,K,N, e.g. --sgemm 3872,288,64");
     set_gemm_threads(1);
     bench_sgemm(d[0], d[1], d[2], 50);
   } else {
-    bench_model(r["model"].as<std::string>(), r["classes"].as<int>(), r["batch"].as<int>(), r["threads"].as<int>(),
-                r["steps"].as<int>());
+    bench_model(r["model"].as<std::string>(), r["classes"].as<int>(), r["batch"].as<int>(),
+                r["threads"].as<int>(), r["steps"].as<int>());
   }
 }
 

@@ -65,7 +65,8 @@ int open_veth(const char* name) {
   if (ifindex == 0) fail(std::string("veth ") + name);
   sockaddr_ll addr{};
   addr.sll_family = AF_PACKET, addr.sll_protocol = htons(ETH_P_ALL), addr.sll_ifindex = ifindex;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) fail(std::string("bind ") + name);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)
+    fail(std::string("bind ") + name);
   const int on = 1;
   setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &on, sizeof on);  // not the frames sent on it
   if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &on, sizeof on) < 0) fail("PACKET_VNET_HDR");
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   prctl(PR_SET_TIMERSLACK, 1UL);  // wake within a microsecond of a frame's time, not 50
   const int tap = open_tap(argv[1]);
   const int veth = open_veth(argv[2]);
-  std::deque<Frame> sent;  // by the host, not yet due: the delay is fixed, so due in order
+  std::deque<Frame> sent;          // by the host, not yet due: the delay is fixed, so due in order
   std::vector<char> buf(1 << 17);  // a header and a 64 KB segment
   pollfd fds[2] = {{tap, POLLIN, 0}, {veth, POLLIN, 0}};
   while (true) {

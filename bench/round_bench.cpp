@@ -4,7 +4,8 @@
 // of one rank: it times no link and no reduction of two ranks' blocks. The values are sums of
 // uniforms, near Gaussian, as a round's changes and PowerSGD's factors are. Prints one line a
 // format: ms a round (the median of --rounds timings, each the mean of --reps rounds).
-// usage: mpirun -np 1 build/bench/round_bench [--model mlp] [--classes 15] [--formats bf16,int8,int4,powersgd]
+// usage: mpirun -np 1 build/bench/round_bench [--model mlp] [--classes 15] [--formats
+// bf16,int8,int4,powersgd]
 #include <mpi.h>
 
 #include <algorithm>
@@ -52,14 +53,16 @@ int main(int argc, char** argv) {
   cxxopts::Options options("round_bench", "CPU of one average in each wire format, one rank");
   options.add_options()("model", "Model", cxxopts::value<std::string>()->default_value("mlp"))(
       "classes", "Classes", cxxopts::value<int>()->default_value("15"))(
-      "formats", "Wire formats", cxxopts::value<std::string>()->default_value("bf16,int8,int4,powersgd"))(
+      "formats", "Wire formats",
+      cxxopts::value<std::string>()->default_value("bf16,int8,int4,powersgd"))(
       "powersgd-rank", "PowerSGD's rank", cxxopts::value<int>()->default_value("16"))(
       "rounds", "Timings (the median is printed)", cxxopts::value<int>()->default_value("7"))(
       "reps", "Rounds a timing", cxxopts::value<int>()->default_value("100"));
   int status = 0;
   try {
     const auto args = options.parse(argc, argv);
-    if (args["rounds"].as<int>() < 1 || args["reps"].as<int>() < 1) throw std::runtime_error("--rounds and --reps must be 1 or more");
+    if (args["rounds"].as<int>() < 1 || args["reps"].as<int>() < 1)
+      throw std::runtime_error("--rounds and --reps must be 1 or more");
     const std::string model_name = args["model"].as<std::string>();
     const Model model(model_name, args["classes"].as<int>());
     const int64_t n = model.num_params();
@@ -68,9 +71,11 @@ int main(int argc, char** argv) {
     for (std::string name; std::getline(formats, name, ',');) {
       const auto wire = wire_type_named(name);
       if (!wire) throw std::runtime_error("--formats: unknown wire format '" + name + "'");
-      const double ms = ms_a_round(*wire, n, opts, args["rounds"].as<int>(), args["reps"].as<int>());
-      std::printf("%s %s: %.3f ms a round (%lld parameters, %lld bytes a rank sends)\n", model_name.c_str(), name.c_str(), ms,
-                  static_cast<long long>(n), static_cast<long long>(wire_bytes(*wire, n, opts)));
+      const double ms =
+          ms_a_round(*wire, n, opts, args["rounds"].as<int>(), args["reps"].as<int>());
+      std::printf("%s %s: %.3f ms a round (%lld parameters, %lld bytes a rank sends)\n",
+                  model_name.c_str(), name.c_str(), ms, static_cast<long long>(n),
+                  static_cast<long long>(wire_bytes(*wire, n, opts)));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "round_bench: %s\n", e.what());

@@ -37,11 +37,13 @@ struct TempDir {
 };
 
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
 // A .npy file as numpy writes it (version 1), with the header text given.
-inline std::vector<uint8_t> npy_bytes(const std::string& dict, const std::vector<uint8_t>& data, int version = 1) {
+inline std::vector<uint8_t> npy_bytes(const std::string& dict, const std::vector<uint8_t>& data,
+                                      int version = 1) {
   std::string header = dict;
   const size_t prefix = version == 1 ? 10 : 12;
   while ((prefix + header.size() + 1) % 64) header += ' ';
@@ -66,7 +68,8 @@ inline Split synthetic_split(int64_t n, int classes, uint64_t seed) {
     const int c = int(splitmix64(seed * 7919 + uint64_t(i)) % uint64_t(classes));
     s.labels[size_t(i)] = c;
     uint8_t* img = &s.images[size_t(i) * kImagePixels];
-    for (int p = 0; p < kImagePixels; ++p) img[p] = uint8_t(uniform01(rng_key(seed, uint64_t(i)), uint64_t(p)) * 60);
+    for (int p = 0; p < kImagePixels; ++p)
+      img[p] = uint8_t(uniform01(rng_key(seed, uint64_t(i)), uint64_t(p)) * 60);
     const int top = 2 + (c % 3) * 8, left = 2 + (c / 3) * 8;
     for (int y = top; y < top + 7; ++y)
       for (int x = left; x < left + 7; ++x) img[y * kImageSide + x] = 230;
@@ -81,17 +84,19 @@ inline std::vector<std::string> class_names(int classes) {
 }
 
 // Rank 0 writes a synthetic dataset file; every rank returns once it exists.
-inline void write_synthetic_dataset(const std::string& path, int64_t train, int64_t val, int classes) {
+inline void write_synthetic_dataset(const std::string& path, int64_t train, int64_t val,
+                                    int classes) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank == 0)
-    write_dataset(path, synthetic_split(train, classes, 1), synthetic_split(val, classes, 2), class_names(classes),
-                  {{"source", "synthetic test data"}});
+    write_dataset(path, synthetic_split(train, classes, 1), synthetic_split(val, classes, 2),
+                  class_names(classes), {{"source", "synthetic test data"}});
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
 // Options for a short single-threaded run on `data`.
-inline TrainOptions short_run(const std::string& data, const std::string& model, int epochs, int batch) {
+inline TrainOptions short_run(const std::string& data, const std::string& model, int epochs,
+                              int batch) {
   TrainOptions o;
   o.data = data;
   o.model = model;

@@ -26,7 +26,8 @@ std::vector<uint8_t> pixels(int64_t rows, uint8_t base) {
 
 const std::string kDict = "{'descr': '|u1', 'fortran_order': False, 'shape': (3, 784), }";
 
-std::vector<uint8_t> idx_bytes(std::vector<uint32_t> dims, const std::vector<uint8_t>& data, uint8_t type = 0x08) {
+std::vector<uint8_t> idx_bytes(std::vector<uint32_t> dims, const std::vector<uint8_t>& data,
+                               uint8_t type = 0x08) {
   std::vector<uint8_t> b = {0, 0, type, uint8_t(dims.size())};
   for (auto d : dims)
     for (int s = 24; s >= 0; s -= 8) b.push_back(uint8_t(d >> s));
@@ -59,7 +60,9 @@ TEST_CASE("npy: versions 1 to 3 and both shapes parse to the same pixels") {
     CHECK(a.rows == 3);
     CHECK(a.pixels == data);
   }
-  auto b = parse_npy_images("x.npy", test::npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (3, 28, 28), }", data));
+  auto b = parse_npy_images(
+      "x.npy",
+      test::npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (3, 28, 28), }", data));
   CHECK(b.pixels == data);
 }
 
@@ -72,13 +75,17 @@ TEST_CASE("npy: malformed files are rejected with the file name and the reason")
   auto bytes = test::npy_bytes(kDict, data);
   bytes[1] = 'X';
   bad(bytes, "bad magic");
-  bad(test::npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 784), }", data), "dtype '<f4'");
-  bad(test::npy_bytes("{'descr': '|u1', 'fortran_order': True, 'shape': (3, 784), }", data), "Fortran order");
-  bad(test::npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (3, 783), }", data), "shape (3, 783)");
+  bad(test::npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 784), }", data),
+      "dtype '<f4'");
+  bad(test::npy_bytes("{'descr': '|u1', 'fortran_order': True, 'shape': (3, 784), }", data),
+      "Fortran order");
+  bad(test::npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (3, 783), }", data),
+      "shape (3, 783)");
   bad(test::npy_bytes(kDict, std::vector<uint8_t>(data.begin(), data.end() - 5)), "truncated data");
   auto longer = data;
   longer.push_back(1);
-  bad(test::npy_bytes(kDict, longer), "holds more than the 2352 bytes of data its header declares (3 rows)");
+  bad(test::npy_bytes(kDict, longer),
+      "holds more than the 2352 bytes of data its header declares (3 rows)");
   bad({0x93, 'N', 'U', 'M', 'P', 'Y', 9, 0, 0, 0}, "unsupported .npy version 9");
   require_error([] { read_npy_images("/nonexistent/x.npy"); }, "/nonexistent/x.npy: cannot open");
 }
@@ -95,8 +102,11 @@ TEST_CASE("idx: gzip and plain files; malformed headers are rejected") {
   }
   test::write_bytes(dir / "lab", idx_bytes({3}, {0, 1, 2}));
   CHECK(read_idx_labels(dir / "lab") == std::vector<uint8_t>{0, 1, 2});
-  test::write_bytes(dir / "short", idx_bytes({2, 28, 28}, std::vector<uint8_t>(data.begin(), data.end() - 1)));
-  require_error([&] { read_idx_images(dir / "short"); }, "short: truncated data: its header declares 2 rows (1568 bytes of data) but the file holds 1567");
+  test::write_bytes(dir / "short",
+                    idx_bytes({2, 28, 28}, std::vector<uint8_t>(data.begin(), data.end() - 1)));
+  require_error([&] { read_idx_images(dir / "short"); },
+                "short: truncated data: its header declares 2 rows (1568 bytes of data) but the "
+                "file holds 1567");
   test::write_bytes(dir / "float", idx_bytes({3}, std::vector<uint8_t>(12), 0x0D));
   require_error([&] { read_idx_labels(dir / "float"); }, "expected 0x08");
   test::write_bytes(dir / "shape", idx_bytes({2, 27, 28}, std::vector<uint8_t>(2 * 27 * 28)));
@@ -108,9 +118,12 @@ TEST_CASE("idx: gzip and plain files; malformed headers are rejected") {
 TEST_CASE("checked_mul: the product, or an Error naming the thing when it overflows") {
   CHECK(checked_mul<uint64_t>(uint64_t(1) << 32, uint64_t(1) << 31, "x") == uint64_t(1) << 63);
   CHECK(checked_mul<int64_t>(-3, 7, "x") == -21);
-  require_error([] { checked_mul<uint64_t>(uint64_t(1) << 32, uint64_t(1) << 32, "f.npy: its shape"); },
-                "f.npy: its shape: 4294967296 x 4294967296 overflows a 64-bit count (a damaged or hostile file); check the file");
-  require_error([] { checked_mul<uint32_t>(65536, 65536, "f.h5: attribute a"); }, "f.h5: attribute a: 65536 x 65536 overflows a 32-bit count");
+  require_error(
+      [] { checked_mul<uint64_t>(uint64_t(1) << 32, uint64_t(1) << 32, "f.npy: its shape"); },
+      "f.npy: its shape: 4294967296 x 4294967296 overflows a 64-bit count (a damaged or hostile "
+      "file); check the file");
+  require_error([] { checked_mul<uint32_t>(65536, 65536, "f.h5: attribute a"); },
+                "f.h5: attribute a: 65536 x 65536 overflows a 32-bit count");
   require_error([] { checked_mul<int64_t>(INT64_MAX, 2, "x"); }, "overflows a 64-bit count");
 }
 
@@ -126,24 +139,36 @@ TEST_CASE("sizes past 2^31 are computed without wrapping (32-bit Pis: size_t is 
         std::vector<uint8_t> batch;
         rows.read(1, batch);
       },
-      "wrap: truncated data: its header declares 268435456 rows (210453397504 bytes of data) but the file holds 0");
+      "wrap: truncated data: its header declares 268435456 rows (210453397504 bytes of data) but "
+      "the file holds 0");
   // Three dimensions of 2^25 declare 2^75 bytes, which wraps 64 bits to 0: refused as an overflow.
-  require_error([] { parse_idx_images("huge", idx_bytes({1u << 25, 1u << 25, 1u << 25}, {})); },
-                "huge: the IDX header's dimensions: 1125899906842624 x 33554432 overflows a 64-bit count");
+  require_error(
+      [] {
+        parse_idx_images("huge", idx_bytes({1u << 25, 1u << 25, 1u << 25}, {}));
+      },
+      "huge: the IDX header's dimensions: 1125899906842624 x 33554432 overflows a 64-bit count");
   // A header's count that fits 64 bits but no memory: refused before a byte of data is held.
   TempDir dir;
-  test::write_bytes(dir / "huge.npy", test::npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (999999999999, 784), }", {}));
-  require_error([&] { read_npy_images(dir / "huge.npy"); }, "huge.npy needs 7.84e+05 GB a rank, more than");
+  test::write_bytes(
+      dir / "huge.npy",
+      test::npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (999999999999, 784), }",
+                      {}));
+  require_error([&] { read_npy_images(dir / "huge.npy"); },
+                "huge.npy needs 7.84e+05 GB a rank, more than");
   // A rank slice past 2 GiB does not fit a 32-bit process's address space, whatever memory the
-  // machine has (reading it would wrap the size_t of the buffer); past 2^63 bytes neither does a 64-bit one.
-  require_error([] { check_fits_memory("slice", double(PTRDIFF_MAX) + double(1 << 20), "use more ranks"); },
-                "bit process can address");
+  // machine has (reading it would wrap the size_t of the buffer); past 2^63 bytes neither does a
+  // 64-bit one.
+  require_error(
+      [] { check_fits_memory("slice", double(PTRDIFF_MAX) + double(1 << 20), "use more ranks"); },
+      "bit process can address");
   // Row offsets of a 3-billion-row split (uint8 rows would pass 2 GiB long before).
-  CHECK(slice_bounds(3'000'000'000, 1, 2) == std::pair<int64_t, int64_t>{1'500'000'000, 3'000'000'000});
+  CHECK(slice_bounds(3'000'000'000, 1, 2) ==
+        std::pair<int64_t, int64_t>{1'500'000'000, 3'000'000'000});
   CHECK(slice_bounds(int64_t(1) << 40, 3, 4).first == int64_t(3) << 38);
 }
 
-TEST_CASE("ArrayRows: rows a batch at a time, gzip or plain, the same as the whole; the end checked") {
+TEST_CASE(
+    "ArrayRows: rows a batch at a time, gzip or plain, the same as the whole; the end checked") {
   TempDir dir;
   const auto data = pixels(2500, 9);
   const std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (2500, 784), }";
@@ -169,8 +194,12 @@ TEST_CASE("ArrayRows: rows a batch at a time, gzip or plain, the same as the who
   auto long_data = data;
   long_data.push_back(0);
   write_gzip(dir / "long.npy", test::npy_bytes(dict, long_data));
-  for (const auto& [name, why] : {std::pair{"short.npy", "truncated data: its header declares 2500 rows (1960000 bytes of data) but the file holds 1959999"},
-                                  std::pair{"long.npy", "holds more than the 1960000 bytes of data its header declares (2500 rows)"}}) {
+  for (const auto& [name, why] :
+       {std::pair{"short.npy",
+                  "truncated data: its header declares 2500 rows (1960000 bytes of data) but the "
+                  "file holds 1959999"},
+        std::pair{"long.npy",
+                  "holds more than the 1960000 bytes of data its header declares (2500 rows)"}}) {
     ArrayRows rows(dir / name, npy_image_layout);
     std::vector<uint8_t> batch;
     CHECK(rows.read(2000, batch) == 2000);
@@ -181,7 +210,8 @@ TEST_CASE("ArrayRows: rows a batch at a time, gzip or plain, the same as the who
 TEST_CASE("class lists come from a,b,c or from a file") {
   TempDir dir;
   std::ofstream(dir / "list.txt") << "# fruit\napple\n banana \n\ncherry  # red\n";
-  CHECK(parse_class_list(dir / "list.txt") == std::vector<std::string>{"apple", "banana", "cherry"});
+  CHECK(parse_class_list(dir / "list.txt") ==
+        std::vector<std::string>{"apple", "banana", "cherry"});
   CHECK(parse_class_list("a,b") == std::vector<std::string>{"a", "b"});
   CHECK_THROWS_AS(parse_class_list(","), UsageError);
 }
@@ -193,8 +223,10 @@ void write_class_files(const TempDir& dir) {
   for (int c = 0; c < 3; ++c) {
     const int rows = 20 + 5 * c;
     std::vector<uint8_t> data(size_t(rows) * kImagePixels, 0);
-    for (int r = 0; r < rows; ++r) data[size_t(r) * kImagePixels] = uint8_t(c), data[size_t(r) * kImagePixels + 1] = uint8_t(r);
-    const std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", 784), }";
+    for (int r = 0; r < rows; ++r)
+      data[size_t(r) * kImagePixels] = uint8_t(c), data[size_t(r) * kImagePixels + 1] = uint8_t(r);
+    const std::string dict =
+        "{'descr': '|u1', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", 784), }";
     test::write_bytes(dir / ("c" + std::to_string(c) + ".npy"), test::npy_bytes(dict, data));
   }
 }
@@ -202,7 +234,8 @@ void write_class_files(const TempDir& dir) {
 std::multiset<std::pair<int, int>> image_ids(const Split& s) {
   std::multiset<std::pair<int, int>> ids;
   for (int64_t i = 0; i < s.size(); ++i) {
-    CHECK(int(s.images[size_t(i) * kImagePixels]) == s.labels[size_t(i)]);  // label travels with its image
+    CHECK(int(s.images[size_t(i) * kImagePixels]) ==
+          s.labels[size_t(i)]);  // label travels with its image
     ids.insert({s.images[size_t(i) * kImagePixels], s.images[size_t(i) * kImagePixels + 1]});
   }
   return ids;
@@ -285,16 +318,19 @@ TEST_CASE("load_rank_slice reads exactly its rows and validates the file") {
       auto s = load_rank_slice(dir / "d.h5", "train", r, p);
       auto [first, last] = slice_bounds(50, r, p);
       CHECK(s.first_row == first);
-      CHECK(s.data.labels == std::vector<int32_t>(train.labels.begin() + first, train.labels.begin() + last));
+      CHECK(s.data.labels ==
+            std::vector<int32_t>(train.labels.begin() + first, train.labels.begin() + last));
       CHECK(s.data.images == std::vector<uint8_t>(train.images.begin() + first * kImagePixels,
                                                   train.images.begin() + last * kImagePixels));
     }
   require_error([&] { load_rank_slice(dir / "d.h5", "val", 0, 11); }, "fewer than the 11 ranks");
-  require_error([&] { load_rank_slice(dir / "missing.h5", "val", 0, 1); }, "missing.h5: no such file");
+  require_error([&] { load_rank_slice(dir / "missing.h5", "val", 0, 1); },
+                "missing.h5: no such file");
   test::write_bytes(dir / "text.h5", {'h', 'i'});
   require_error([&] { load_rank_slice(dir / "text.h5", "val", 0, 1); }, "not an HDF5 file");
   write_dataset(dir / "few.h5", train, val, test::class_names(3), {});
-  require_error([&] { load_rank_slice(dir / "few.h5", "train", 0, 1); }, "outside the 3 classes of class_names");
+  require_error([&] { load_rank_slice(dir / "few.h5", "train", 0, 1); },
+                "outside the 3 classes of class_names");
   {
     auto f = h5::File::create(dir / "shape.h5");
     std::vector<uint8_t> img(2 * 27 * 28);
@@ -303,18 +339,22 @@ TEST_CASE("load_rank_slice reads exactly its rows and validates the file") {
     f.write<int32_t>("/train/labels", {2}, lab.data());
     f.set_attr("class_names", std::vector<std::string>{"a", "b"});
   }
-  require_error([&] { load_rank_slice(dir / "shape.h5", "train", 0, 1); }, "/train/images has shape (2,27,28), expected (N,28,28)");
-  require_error([&] { load_rank_slice(dir / "shape.h5", "val", 0, 1); }, "dataset /val/images is missing");
+  require_error([&] { load_rank_slice(dir / "shape.h5", "train", 0, 1); },
+                "/train/images has shape (2,27,28), expected (N,28,28)");
+  require_error([&] { load_rank_slice(dir / "shape.h5", "val", 0, 1); },
+                "dataset /val/images is missing");
 }
 
 TEST_CASE("inputs the fuzzers found (test/fuzz/regressions) give errors, not crashes") {
   const char* source = std::getenv("PITRAIN_SOURCE");
   REQUIRE(source);
   int replayed = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(source) + "/test/fuzz/regressions")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(source) + "/test/fuzz/regressions")) {
     const std::string path = entry.path().string();
     std::ifstream file(path, std::ios::binary);
-    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
+                                     std::istreambuf_iterator<char>());
     INFO(path);
     if (entry.path().filename().string().rfind("checkpoint-", 0) == 0) {
       CHECK_THROWS_AS(load_checkpoint(path), Error);

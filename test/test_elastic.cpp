@@ -13,8 +13,9 @@ using pitrain::test::TempDir;
 
 TEST_CASE("a hostfile's hosts, slots and comments; a bad slots count names the line") {
   TempDir dir;
-  std::ofstream(dir / "hosts") << "# four Pis\nraspi1 slots=2\n\n  raspi2   # the second\nraspi3 slots=1 max_slots=4\n"
-                                  "raspi4 slots = 3\nraspi5 count=2\nraspi6 cpu= 4 max_slots=8\n";
+  std::ofstream(dir / "hosts")
+      << "# four Pis\nraspi1 slots=2\n\n  raspi2   # the second\nraspi3 slots=1 max_slots=4\n"
+         "raspi4 slots = 3\nraspi5 count=2\nraspi6 cpu= 4 max_slots=8\n";
   const auto hosts = read_hostfile(dir / "hosts");
   REQUIRE(hosts.size() == 6);
   CHECK(hosts[0].name == "raspi1");
@@ -41,22 +42,29 @@ TEST_CASE("a hostfile's hosts, slots and comments; a bad slots count names the l
   CHECK_THROWS_WITH(read_hostfile(dir / "empty"), Catch::Contains("no hosts"));
 }
 
-TEST_CASE("a hostfile holds host names and addresses only: one that ssh would read as an option names its line") {
+TEST_CASE(
+    "a hostfile holds host names and addresses only: one that ssh would read as an option names "
+    "its line") {
   TempDir dir;
-  std::ofstream(dir / "fine") << "pi@raspi1.local slots=2\nraspi_2\n192.168.1.3\nfe80::1%wlan0\n[::1]\n";
+  std::ofstream(dir / "fine")
+      << "pi@raspi1.local slots=2\nraspi_2\n192.168.1.3\nfe80::1%wlan0\n[::1]\n";
   CHECK(read_hostfile(dir / "fine").size() == 5);
   std::ofstream(dir / "evil") << "raspi1 slots=1\n-oProxyCommand=touch${IFS}/tmp/x slots=1\n";
   CHECK_THROWS_WITH(read_hostfile(dir / "evil"),
-                    dir / "evil" + ":2: '-oProxyCommand=touch${IFS}/tmp/x' is not a host name or address "
-                                   "(letters, digits, . - _ : [ ] % @; not starting with -)");
+                    dir / "evil" +
+                        ":2: '-oProxyCommand=touch${IFS}/tmp/x' is not a host name or address "
+                        "(letters, digits, . - _ : [ ] % @; not starting with -)");
   for (const char* name : {"-raspi", "ras$pi", "raspi;true", "ras`pi`", "raspi/1", "ras\"pi"}) {
     CHECK_FALSE(is_host_name(name));
     std::ofstream(dir / "bad") << "# hosts\n" << name << "\n";
-    CHECK_THROWS_WITH(read_hostfile(dir / "bad"), Catch::Contains("bad:2: '" + std::string(name) + "' is not a host name"));
+    CHECK_THROWS_WITH(read_hostfile(dir / "bad"),
+                      Catch::Contains("bad:2: '" + std::string(name) + "' is not a host name"));
   }
 }
 
-TEST_CASE("ranks map to hosts as mpirun places them: each host's slots in turn, or one a host with --map-by node") {
+TEST_CASE(
+    "ranks map to hosts as mpirun places them: each host's slots in turn, or one a host with "
+    "--map-by node") {
   const std::vector<Host> hosts = {{"a", 2, ""}, {"b", 1, ""}, {"c", 3, ""}};
   using V = std::vector<std::string>;
   const V by_slot = {"a", "a", "b", "c", "c", "c"};
@@ -74,28 +82,36 @@ TEST_CASE("ranks map to hosts as mpirun places them: each host's slots in turn, 
   CHECK(rank_hosts(hosts, {"--rankfile", "ranks"}).empty());
 }
 
-TEST_CASE("the remote shell is mpirun's: --mca plm_rsh_agent, else the environment, else ssh in batch mode") {
+TEST_CASE(
+    "the remote shell is mpirun's: --mca plm_rsh_agent, else the environment, else ssh in batch "
+    "mode") {
   unsetenv("OMPI_MCA_plm_rsh_agent");
   const auto ssh = remote_shell({}, 3);
   CHECK(ssh == std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3"});
   setenv("OMPI_MCA_plm_rsh_agent", "rsh : ssh", 1);
   CHECK(remote_shell({"--bind-to", "none"}, 3) == std::vector<std::string>{"rsh"});
-  CHECK(remote_shell({"--mca", "plm_rsh_agent", "/x/netns_rsh.sh"}, 3) == std::vector<std::string>{"/x/netns_rsh.sh"});
+  CHECK(remote_shell({"--mca", "plm_rsh_agent", "/x/netns_rsh.sh"}, 3) ==
+        std::vector<std::string>{"/x/netns_rsh.sh"});
   unsetenv("OMPI_MCA_plm_rsh_agent");
   setenv("OMPI_MCA_plm_rsh_args", "-p 2222", 1);  // as mpirun passes them to its daemons
-  CHECK(remote_shell({}, 3) == std::vector<std::string>{"ssh", "-p", "2222", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3"});
+  CHECK(remote_shell({}, 3) == std::vector<std::string>{"ssh", "-p", "2222", "-o", "BatchMode=yes",
+                                                        "-o", "ConnectTimeout=3"});
   unsetenv("OMPI_MCA_plm_rsh_args");
 }
 
 TEST_CASE("hosts are probed at once, and one that does not answer in time counts as lost") {
   // The "shell" runs `sh -c SCRIPT sh -- HOST true`: `--` is $1, HOST $2.
   const std::vector<std::string> shell = {
-      "sh", "-c", "[ \"$1\" = -- ] || exit 3; case $2 in up*) exit 0 ;; slow) sleep 20 ;; *) exit 255 ;; esac", "sh"};
+      "sh", "-c",
+      "[ \"$1\" = -- ] || exit 3; case $2 in up*) exit 0 ;; slow) sleep 20 ;; *) exit 255 ;; esac",
+      "sh"};
   // This machine answers without a probe: mpirun starts its ranks without the remote shell.
-  const std::vector<Host> hosts = {{"up1", 1, ""}, {"slow", 1, ""}, {"down", 1, ""}, {"up2", 1, ""}, {"localhost", 1, ""}, {"127.0.1.1", 1, ""}};
+  const std::vector<Host> hosts = {{"up1", 1, ""}, {"slow", 1, ""},      {"down", 1, ""},
+                                   {"up2", 1, ""}, {"localhost", 1, ""}, {"127.0.1.1", 1, ""}};
   const auto t0 = std::chrono::steady_clock::now();
   const auto answered = probe_hosts(shell, hosts, 1.0);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(answered == std::vector<bool>{true, false, false, true, true, true});
   CHECK(seconds < 5);  // the slow host's 20 s were cut at the timeout
 }

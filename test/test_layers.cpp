@@ -19,7 +19,9 @@ using namespace pitrain;
 namespace {
 
 // One layer from its spec text, through the registry; no layer here uses "classes".
-std::unique_ptr<Layer> from_spec(const std::string& spec, Shape in, int index = 0) { return make_layer(spec, in, 10, index); }
+std::unique_ptr<Layer> from_spec(const std::string& spec, Shape in, int index = 0) {
+  return make_layer(spec, in, 10, index);
+}
 
 std::vector<float> random_values(size_t n, uint64_t key, float lo = -1, float hi = 1) {
   std::vector<float> v(n);
@@ -37,16 +39,18 @@ std::optional<double> central_difference(const std::function<double()>& f, float
   v = keep - h;
   const double down = f();
   v = keep;
-  if (std::abs((up - mid) - (mid - down)) / h > 1e-3 * std::max(1.0, std::abs(up - down) / (2 * h))) return {};
+  if (std::abs((up - mid) - (mid - down)) / h > 1e-3 * std::max(1.0, std::abs(up - down) / (2 * h)))
+    return {};
   return (up - down) / (2 * h);
 }
 
-// Compares analytic gradients with central differences (h = 1e-2 by default, loss summed in double). The
-// float rounding of the outputs (~1e-7 relative) adds under 1e-4 to a difference, so 2e-3
-// absolute / relative is ample while an indexing or transposition bug is off by O(1). Kinks are
-// skipped, and must be rare.
-void compare(const std::function<double()>& loss, std::vector<float>& v, const std::vector<float>& analytic,
-             const std::string& what, size_t samples = SIZE_MAX, float h = 1e-2f) {
+// Compares analytic gradients with central differences (h = 1e-2 by default, loss summed in
+// double). The float rounding of the outputs (~1e-7 relative) adds under 1e-4 to a difference, so
+// 2e-3 absolute / relative is ample while an indexing or transposition bug is off by O(1). Kinks
+// are skipped, and must be rare.
+void compare(const std::function<double()>& loss, std::vector<float>& v,
+             const std::vector<float>& analytic, const std::string& what, size_t samples = SIZE_MAX,
+             float h = 1e-2f) {
   size_t kinks = 0, checked = 0;
   for (size_t k = 0; k < std::min(samples, v.size()); ++k, ++checked) {
     const size_t i = samples == SIZE_MAX ? k : size_t(splitmix64(k) % v.size());
@@ -68,7 +72,8 @@ void check_gradients(Layer& layer, int n, const Context& ctx = {}, float h = 1e-
   std::vector<float> prepared(size_t(layer.prepared_floats()));  // made again by each forward
   layer.bind(w.data(), dw.data(), prepared.data());
   layer.reserve(n);
-  std::vector<float> x = random_values(size_t(in), 12), y(static_cast<size_t>(out)), dx(static_cast<size_t>(in));
+  std::vector<float> x = random_values(size_t(in), 12), y(static_cast<size_t>(out)),
+                     dx(static_cast<size_t>(in));
   const std::vector<float> r = random_values(size_t(out), 13);
   auto loss = [&] {
     layer.forward(x.data(), y.data(), n, ctx);
@@ -98,7 +103,9 @@ struct RestoreGemmBackend {
 // openblas on x86-64 CPUs with AVX-512): every transpose, and sizes off the kernels' register
 // blocks; with pad > 0, on blocks of wider matrices (row strides pad larger), whose columns
 // beyond must stay as they were; without, gemm_add too, onto C as it was.
-TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU runs, whole and on blocks") {
+TEST_CASE(
+    "gemm: every transpose against a plain loop, on each kernel this CPU runs, whole and on "
+    "blocks") {
   const std::string fastest = gemm_backend();
   REQUIRE(gemm_backends().front() == fastest);
   REQUIRE_THROWS_AS(use_gemm_backend("no-such-gemm"), std::invalid_argument);
@@ -110,8 +117,9 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
 #endif
   const RestoreGemmBackend restore{fastest};
   // (1, n, k) and (m, 1, k): Eigen's matrix-vector products, as at batch 1.
-  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{17, 33, 5}, std::tuple{5, 300, 129},
-                                  std::tuple{1, 300, 129}, std::tuple{129, 1, 300});
+  const auto [m, n, k] =
+      GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{17, 33, 5},
+               std::tuple{5, 300, 129}, std::tuple{1, 300, 129}, std::tuple{129, 1, 300});
   for (const std::string& backend : gemm_backends()) {
     use_gemm_backend(backend);
     REQUIRE(gemm_backend() == backend);
@@ -120,8 +128,10 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
           const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
-          const std::vector<float> a = random_values(size_t(ta ? k : m) * lda, 1), b = random_values(size_t(tb ? n : k) * ldb, 2);
-          std::vector<float> c(size_t(m) * ldc, std::nanf(""));  // gemm overwrites C: no NaN may stay
+          const std::vector<float> a = random_values(size_t(ta ? k : m) * lda, 1),
+                                   b = random_values(size_t(tb ? n : k) * ldb, 2);
+          std::vector<float> c(size_t(m) * ldc,
+                               std::nanf(""));  // gemm overwrites C: no NaN may stay
           for (int i = 0; i < m; ++i) std::fill_n(&c[size_t(i) * ldc + n], pad, 7.0f);
           std::vector<float> added(size_t(m) * n);  // C0 - 0.5 op(A) op(B)
           for (size_t i = 0; i < added.size(); ++i) added[i] = float(i % 7);
@@ -131,7 +141,8 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
             gemm(ta, tb, m, n, k, a.data(), b.data(), c.data());
             gemm_add(ta, tb, m, n, k, -0.5f, a.data(), b.data(), added.data());
           }
-          INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " pad " << pad);
+          INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " pad "
+                    << pad);
           for (int i = 0; i < m; ++i) {
             for (int j = 0; j < n; ++j) {
               double want = 0;
@@ -140,7 +151,9 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
                         (tb ? b[size_t(j) * ldb + p] : b[size_t(p) * ldb + j]);
               INFO("at " << i << "," << j);
               REQUIRE(c[size_t(i) * ldc + j] == Approx(want).margin(1e-4 * k));
-              if (!pad) REQUIRE(added[size_t(i) * n + j] == Approx(float((i * n + j) % 7) - 0.5 * want).margin(1e-4 * k));
+              if (!pad)
+                REQUIRE(added[size_t(i) * n + j] ==
+                        Approx(float((i * n + j) % 7) - 0.5 * want).margin(1e-4 * k));
             }
             for (int j = n; j < n + pad; ++j) REQUIRE(c[size_t(i) * ldc + j] == 7.0f);
           }
@@ -152,16 +165,20 @@ TEST_CASE("gemm: every transpose against a plain loop, on each kernel this CPU r
 // vector and of fewer than a block holds, and columns past the last whole vector (of 4, 8 or 16
 // floats); A read as stored and transposed; strides wider than the matrices, whose columns
 // beyond stay as they were.
-TEST_CASE("gemm_unpacked: A as stored and transposed against a plain loop, on each kernel this CPU runs") {
+TEST_CASE(
+    "gemm_unpacked: A as stored and transposed against a plain loop, on each kernel this CPU "
+    "runs") {
   const RestoreGemmBackend restore{gemm_backend()};
-  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{32, 64, 72}, std::tuple{18, 32, 64},
-                                  std::tuple{13, 100, 7}, std::tuple{25, 48, 3}, std::tuple{7, 3, 9}, std::tuple{9, 20, 5},
-                                  std::tuple{30, 24, 11});
+  const auto [m, n, k] =
+      GENERATE(std::tuple{1, 1, 1}, std::tuple{72, 64, 32}, std::tuple{32, 64, 72},
+               std::tuple{18, 32, 64}, std::tuple{13, 100, 7}, std::tuple{25, 48, 3},
+               std::tuple{7, 3, 9}, std::tuple{9, 20, 5}, std::tuple{30, 24, 11});
   for (const std::string& backend : gemm_backends()) {
     use_gemm_backend(backend);
     for (bool ta : {false, true}) {
       const int pad = 3, lda = (ta ? m : k) + pad, ldb = n + pad, ldc = n + pad;
-      const std::vector<float> a = random_values(size_t(ta ? k : m) * lda, 1), b = random_values(size_t(k) * ldb, 2);
+      const std::vector<float> a = random_values(size_t(ta ? k : m) * lda, 1),
+                               b = random_values(size_t(k) * ldb, 2);
       std::vector<float> c(size_t(m) * ldc, std::nanf(""));  // overwritten: no NaN may stay
       for (int i = 0; i < m; ++i) std::fill_n(&c[size_t(i) * ldc + n], pad, 7.0f);
       gemm_unpacked(m, n, k, a.data(), ta ? 1 : lda, ta ? lda : 1, b.data(), ldb, c.data(), ldc);
@@ -169,7 +186,9 @@ TEST_CASE("gemm_unpacked: A as stored and transposed against a plain loop, on ea
       for (int i = 0; i < m; ++i) {
         for (int j = 0; j < n; ++j) {
           double want = 0;
-          for (int p = 0; p < k; ++p) want += double(ta ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p]) * b[size_t(p) * ldb + j];
+          for (int p = 0; p < k; ++p)
+            want += double(ta ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p]) *
+                    b[size_t(p) * ldb + j];
           INFO("at " << i << "," << j);
           REQUIRE(c[size_t(i) * ldc + j] == Approx(want).margin(1e-4 * k));
         }
@@ -183,12 +202,15 @@ TEST_CASE("conv2d gradients through im2col: valid and same padding, several chan
   REQUIRE(kDirectMaxDepth < 9 * 4);  // each below is deeper, and not a 3x3 over 8 channels or more
   check_gradients(*from_spec("conv2d(3,3)", {7, 6, 4}), 2);
   check_gradients(*from_spec("conv2d(2,3,same)", {5, 7, 5}), 2);
-  check_gradients(*from_spec("conv2d(2,4,same,relu)", {6, 5, 3}), 1);  // asymmetric padding, as Keras pads
+  check_gradients(*from_spec("conv2d(2,4,same,relu)", {6, 5, 3}),
+                  1);  // asymmetric padding, as Keras pads
 }
 
-TEST_CASE("conv2d gradients through Winograd: 3x3 over enough channels, odd and even sizes, both tiles") {
+TEST_CASE(
+    "conv2d gradients through Winograd: 3x3 over enough channels, odd and even sizes, both tiles") {
   REQUIRE(kWinogradMinChannels <= 8);
-  REQUIRE(winograd_tile({6, 6, 4}) == 2);  // 9 tiles of 4x4 positions against 4 of 6x6: a tie, the smaller
+  REQUIRE(winograd_tile({6, 6, 4}) ==
+          2);  // 9 tiles of 4x4 positions against 4 of 6x6: a tie, the smaller
   check_gradients(*from_spec("conv2d(4,3,relu)", {8, 8, 8}), 2);
   // F(4x4) rounds ~10x more, enough to look like a kink at h = 1e-2. Without an activation the
   // layer is linear in x and in w, so central differences are exact at any h: a large one lifts
@@ -207,23 +229,26 @@ struct ConvRun {
 // (a first layer's backward makes none).
 ConvRun run_conv(ConvAlgorithm& conv, Shape in, Shape out, int k, int n, bool with_dx = true) {
   conv.reserve(n);
-  const auto x = random_values(size_t(n * in.size()), 31), kernel = random_values(size_t(k * k * in.c * out.c), 32);
+  const auto x = random_values(size_t(n * in.size()), 31),
+             kernel = random_values(size_t(k * k * in.c * out.c), 32);
   const auto bias = random_values(size_t(out.c), 34);
   std::vector<float> u(size_t(conv.prepared_floats()));
   conv.prepare(kernel.data(), u.data());
   // Gradients are overwritten, not added to: no NaN may stay.
   ConvRun r{std::vector<float>(size_t(n * out.size())), random_values(size_t(n * out.size()), 33),
-            std::vector<float>(kernel.size(), std::nanf("")), std::vector<float>(size_t(out.c), std::nanf("")),
+            std::vector<float>(kernel.size(), std::nanf("")),
+            std::vector<float>(size_t(out.c), std::nanf("")),
             std::vector<float>(with_dx ? x.size() : 0, std::nanf(""))};
   conv.forward(x.data(), kernel.data(), bias.data(), u.data(), r.y.data(), n);
-  conv.backward(x.data(), r.y.data(), r.dy.data(), kernel.data(), u.data(), r.dkernel.data(), r.dbias.data(),
-                with_dx ? r.dx.data() : nullptr, n);
+  conv.backward(x.data(), r.y.data(), r.dy.data(), kernel.data(), u.data(), r.dkernel.data(),
+                r.dbias.data(), with_dx ? r.dx.data() : nullptr, n);
   return r;
 }
 
 void require_same(const ConvRun& a, const ConvRun& b, double margin) {
-  for (auto [u, v] : {std::pair{&a.y, &b.y}, std::pair{&a.dy, &b.dy}, std::pair{&a.dkernel, &b.dkernel},
-                      std::pair{&a.dbias, &b.dbias}, std::pair{&a.dx, &b.dx}}) {
+  for (auto [u, v] :
+       {std::pair{&a.y, &b.y}, std::pair{&a.dy, &b.dy}, std::pair{&a.dkernel, &b.dkernel},
+        std::pair{&a.dbias, &b.dbias}, std::pair{&a.dx, &b.dx}}) {
     REQUIRE(u->size() == v->size());
     for (size_t i = 0; i < u->size(); ++i) REQUIRE((*u)[i] == Approx((*v)[i]).margin(margin));
   }
@@ -237,15 +262,17 @@ TEST_CASE("Winograd and im2col compute the same convolution and gradients") {
   // transform coefficients (up to 8) round more: sums over 288 products here agree to ~3e-5.
   for (auto [same, cin, filters, tile, act] :
        {std::tuple{false, 8, 5, 2, Activation::relu}, std::tuple{true, 8, 5, 2, Activation::none},
-        std::tuple{false, 32, 16, 2, Activation::relu}, std::tuple{false, 8, 5, 4, Activation::none},
-        std::tuple{true, 8, 5, 4, Activation::relu}, std::tuple{false, 32, 16, 4, Activation::relu}}) {
+        std::tuple{false, 32, 16, 2, Activation::relu},
+        std::tuple{false, 8, 5, 4, Activation::none}, std::tuple{true, 8, 5, 4, Activation::relu},
+        std::tuple{false, 32, 16, 4, Activation::relu}}) {
     const Shape in{9, 8, cin};
     const int pad = same ? 1 : 0, n = 3;
     const Shape out = same ? Shape{9, 8, filters} : Shape{7, 6, filters};
     auto winograd = make_winograd_conv(in, out, pad, pad, tile, act);
     auto im2col = make_im2col_conv(in, out, 3, pad, pad, act);
     REQUIRE(im2col->prepared_floats() == 0);
-    require_same(run_conv(*winograd, in, out, 3, n), run_conv(*im2col, in, out, 3, n), tile == 2 ? 2e-5 : 1e-4);
+    require_same(run_conv(*winograd, in, out, 3, n), run_conv(*im2col, in, out, 3, n),
+                 tile == 2 ? 2e-5 : 1e-4);
   }
 }
 
@@ -255,7 +282,8 @@ TEST_CASE("direct and im2col compute the same convolution and gradients") {
   for (auto [k, same, cin, filters, act] :
        {std::tuple{3, false, 1, 32, Activation::relu}, std::tuple{3, true, 1, 41, Activation::relu},
         std::tuple{3, true, 3, 5, Activation::none}, std::tuple{5, true, 1, 8, Activation::relu},
-        std::tuple{2, true, 2, 41, Activation::none}, std::tuple{3, false, 2, 9, Activation::relu}}) {
+        std::tuple{2, true, 2, 41, Activation::none},
+        std::tuple{3, false, 2, 9, Activation::relu}}) {
     const Shape in{9, 8, cin};
     const int top = same ? (k - 1) / 2 : 0, n = 3;
     const Shape out = same ? Shape{9, 8, filters} : Shape{9 - k + 1, 8 - k + 1, filters};
@@ -263,7 +291,8 @@ TEST_CASE("direct and im2col compute the same convolution and gradients") {
     auto direct = make_direct_conv(in, out, k, top, top, act);
     auto im2col = make_im2col_conv(in, out, k, top, top, act);
     for (bool with_dx : {true, false})
-      require_same(run_conv(*direct, in, out, k, n, with_dx), run_conv(*im2col, in, out, k, n, with_dx), 2e-5);
+      require_same(run_conv(*direct, in, out, k, n, with_dx),
+                   run_conv(*im2col, in, out, k, n, with_dx), 2e-5);
   }
 }
 
@@ -285,25 +314,29 @@ TEST_CASE("the direct convolution pooling its own output: the bits of conv2d the
     for (bool with_dx : {true, false}) {
       // Apart: the convolution, then the pool, then back through both.
       auto apart = make_direct_conv(in, out, k, top, top, act);
-      const auto x = random_values(size_t(n * in.size()), 31), kernel = random_values(size_t(k * k * cin * filters), 32);
-      const auto bias = random_values(size_t(filters), 34), dpooled = random_values(size_t(n * pooled.size()), 35);
+      const auto x = random_values(size_t(n * in.size()), 31),
+                 kernel = random_values(size_t(k * k * cin * filters), 32);
+      const auto bias = random_values(size_t(filters), 34),
+                 dpooled = random_values(size_t(n * pooled.size()), 35);
       apart->reserve(n);
-      std::vector<float> y(size_t(n * out.size())), yp(size_t(n * pooled.size())), dy(y.size()), dp = dpooled;
+      std::vector<float> y(size_t(n * out.size())), yp(size_t(n * pooled.size())), dy(y.size()),
+          dp = dpooled;
       std::vector<float> dkernel(kernel.size()), dbias(bias.size()), dx(with_dx ? x.size() : 0);
       apart->forward(x.data(), kernel.data(), bias.data(), nullptr, y.data(), n);
       pool->reserve(n);
       pool->forward(y.data(), yp.data(), n, {});
       pool->backward(y.data(), yp.data(), dp.data(), dy.data(), n);
-      apart->backward(x.data(), y.data(), dy.data(), kernel.data(), nullptr, dkernel.data(), dbias.data(),
-                      with_dx ? dx.data() : nullptr, n);
+      apart->backward(x.data(), y.data(), dy.data(), kernel.data(), nullptr, dkernel.data(),
+                      dbias.data(), with_dx ? dx.data() : nullptr, n);
       // Fused: gradients overwritten, not added to, so no NaN may stay.
       fused->reserve(n);
-      std::vector<float> fy(yp.size(), std::nanf("")), fdp = dpooled, fdk(dkernel.size(), std::nanf(""));
+      std::vector<float> fy(yp.size(), std::nanf("")), fdp = dpooled,
+                                                       fdk(dkernel.size(), std::nanf(""));
       std::vector<float> fdb(dbias.size(), std::nanf(""));
       std::vector<float> fdx(dx.size(), std::nanf(""));
       fused->forward(x.data(), kernel.data(), bias.data(), nullptr, fy.data(), n);
-      fused->backward(x.data(), fy.data(), fdp.data(), kernel.data(), nullptr, fdk.data(), fdb.data(),
-                      with_dx ? fdx.data() : nullptr, n);
+      fused->backward(x.data(), fy.data(), fdp.data(), kernel.data(), nullptr, fdk.data(),
+                      fdb.data(), with_dx ? fdx.data() : nullptr, n);
       CHECK(fy == yp);
       CHECK(fdk == dkernel);
       CHECK(fdb == dbias);
@@ -339,7 +372,8 @@ TEST_CASE("a model fuses conv2d with the maxpool2d after it, to the bit") {
   }
 }
 
-TEST_CASE("conv2d gradients through the direct convolution: shallow inputs, valid and same padding") {
+TEST_CASE(
+    "conv2d gradients through the direct convolution: shallow inputs, valid and same padding") {
   REQUIRE(kDirectMaxDepth >= 9 * 3);
   check_gradients(*from_spec("conv2d(2,3,relu)", {5, 6, 1}), 2);
   check_gradients(*from_spec("conv2d(3,5,same,relu)", {6, 5, 1}), 1);
@@ -356,8 +390,8 @@ TEST_CASE("conv2d forward against a hand-computed case") {
   conv->reserve(1);
   std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9}, y(4);
   conv->forward(x.data(), y.data(), 1, {});
-  CHECK(y == std::vector<float>{1 + 4 + 12 + 20 + 0.5f, 2 + 6 + 15 + 24 + 0.5f, 4 + 10 + 21 + 32 + 0.5f,
-                                5 + 12 + 24 + 36 + 0.5f});
+  CHECK(y == std::vector<float>{1 + 4 + 12 + 20 + 0.5f, 2 + 6 + 15 + 24 + 0.5f,
+                                4 + 10 + 21 + 32 + 0.5f, 5 + 12 + 24 + 36 + 0.5f});
   // A kernel of ones and no bias: each output is the sum of its window over x.
   auto window_sums = [&](const std::string& spec, int k) {
     auto layer = from_spec(spec, {3, 3, 1});
@@ -408,14 +442,18 @@ TEST_CASE("dense gradients with its kernel split across threads") {
   ThreadPool pool(3);
   Context split;
   split.pool = &pool;
-  check_gradients(*from_spec("dense(7,relu)", {1, 1, 3 * int(ThreadPool::kRangeGrain) / 7 + 5}), 2, split);
+  check_gradients(*from_spec("dense(7,relu)", {1, 1, 3 * int(ThreadPool::kRangeGrain) / 7 + 5}), 2,
+                  split);
   const Shape in{1, 1, 300};
-  auto whole = from_spec("dense(90)", in), parts = from_spec("dense(90)", in);  // 27,000 weights: 3 parts
-  std::vector<float> w = random_values(size_t(whole->num_params()), 3), dw1(w.size()), dw3(w.size());
+  auto whole = from_spec("dense(90)", in),
+       parts = from_spec("dense(90)", in);  // 27,000 weights: 3 parts
+  std::vector<float> w = random_values(size_t(whole->num_params()), 3), dw1(w.size()),
+                     dw3(w.size());
   whole->bind(w.data(), dw1.data()), parts->bind(w.data(), dw3.data());
   const int n = 4;
   const std::vector<float> x = random_values(size_t(n) * 300, 4);
-  std::vector<float> y1(n * 90), y3(n * 90), dy1 = random_values(n * 90, 5), dy3 = dy1, dx1(n * 300), dx3(n * 300);
+  std::vector<float> y1(n * 90), y3(n * 90), dy1 = random_values(n * 90, 5), dy3 = dy1,
+                                             dx1(n * 300), dx3(n * 300);
   whole->forward(x.data(), y1.data(), n, {});
   parts->forward(x.data(), y3.data(), n, split);
   whole->backward(x.data(), y1.data(), dy1.data(), dx1.data(), n);
@@ -459,7 +497,9 @@ TEST_CASE("dropout: inverted scaling in training, identity in inference, mask pe
   CHECK(y2 == x);
 }
 
-TEST_CASE("dropout: a share of the batch draws the same mask as the whole batch, at widths off its draws of four") {
+TEST_CASE(
+    "dropout: a share of the batch draws the same mask as the whole batch, at widths off its draws "
+    "of four") {
   // 7 units a row: a share starting at row 1 starts inside a draw of four, and rows end in a tail.
   auto whole = from_spec("dropout(0.5)", {1, 1, 7}), share = from_spec("dropout(0.5)", {1, 1, 7});
   whole->reserve(4), share->reserve(3);
@@ -488,7 +528,10 @@ TEST_CASE("softmax cross-entropy: values, stability and gradient") {
 }
 
 TEST_CASE("whole model: gradient of the mean loss matches finite differences") {
-  Model model("conv2d(4,3,same,relu) maxpool2d conv2d(5,3,relu) maxpool2d flatten dropout(0.3) dense(8,relu) relu dense(classes)", 3);
+  Model model(
+      "conv2d(4,3,same,relu) maxpool2d conv2d(5,3,relu) maxpool2d flatten dropout(0.3) "
+      "dense(8,relu) relu dense(classes)",
+      3);
   model.init_params(5);
   const int n = 2;
   model.reserve(n);

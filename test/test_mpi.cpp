@@ -46,7 +46,8 @@ TEST_CASE("the ranks' slices cover every row once") {
   std::vector<int64_t> all(size_t(2 * comm.size()));
   MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, comm.raw());
   CHECK(all[0] == 0);
-  for (int r = 1; r < comm.size(); ++r) CHECK(all[size_t(2 * r)] == all[size_t(2 * r - 2)] + all[size_t(2 * r - 1)]);
+  for (int r = 1; r < comm.size(); ++r)
+    CHECK(all[size_t(2 * r)] == all[size_t(2 * r - 2)] + all[size_t(2 * r - 1)]);
   CHECK(all[size_t(2 * comm.size() - 2)] + all[size_t(2 * comm.size() - 1)] == 103);
   const auto full = test::synthetic_split(103, 3, 1);
   CHECK(std::equal(s.data.labels.begin(), s.data.labels.end(), full.labels.begin() + s.first_row));
@@ -79,15 +80,16 @@ TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") 
     BatchLoader loader(global, P * b);
     loader.reset_in_order();
     const Batch all = loader.next();
-    train_step(threaded, opt_d, *sync, all.x + comm.rank() * b * kImagePixels, all.y + comm.rank() * b, b, 1e-2f,
-               {}, step);
+    train_step(threaded, opt_d, *sync, all.x + comm.rank() * b * kImagePixels,
+               all.y + comm.rank() * b, b, 1e-2f, {}, step);
     reference.forward_backward(all.x, all.y, P * b, {});
     opt_r.step(reference.params().data(), reference.grads().data(), reference.num_params(), 1e-2f);
   }
   double worst = 0;
   for (size_t i = 0; i < reference.params().size(); ++i)
     worst = std::max(worst, double(std::abs(distributed.params()[i] - reference.params()[i])));
-  CHECK(worst < 2e-5);  // summation order differs; a wrong average or a missing rank is off by ~1e-2
+  CHECK(worst <
+        2e-5);  // summation order differs; a wrong average or a missing rank is off by ~1e-2
   CHECK(same_on_every_rank(distributed.params()));
 }
 
@@ -150,7 +152,8 @@ TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto anot
     Checkpoint c = load_checkpoint(dir / "solo.h5");
     auto opt = make_optimizer(c.optimizer, c.model.num_params(), 0);
     restore_optimizer(c, *opt, dir / "solo.h5");
-    save_checkpoint(dir / "mid.h5", c.model, *opt, RunState{0, 12, 12, c.state.seed, 20}, c.class_names);
+    save_checkpoint(dir / "mid.h5", c.model, *opt, RunState{0, 12, 12, c.state.seed, 20},
+                    c.class_names);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   o.resume = dir / "mid.h5";
@@ -161,11 +164,13 @@ TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto anot
   CHECK(mid.epochs.front().steps == 4);
 }
 
-TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients keep the ranks equal") {
+TEST_CASE(
+    "sync options: K = 1 is per-step sync; local SGD and 16-bit gradients keep the ranks equal") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 320, 80, 4);
   Comm comm;
-  TrainOptions o = test::short_run(dir / "d.h5", "conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)", 2, 8);
+  TrainOptions o = test::short_run(
+      dir / "d.h5", "conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)", 2, 8);
   std::ostringstream out;
   auto fit_agreed = [&] {  // trains, and checks that the ranks end with the same weights
     auto r = fit(o, comm, out);
@@ -177,7 +182,8 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   o.sync.sync_warmup = 5;
   CHECK(fit(o, comm, out).params == base.params);
 
-  o.sync.sync_every = 3;  // every 3 steps and at the end (validation between: the last round's model)
+  o.sync.sync_every =
+      3;  // every 3 steps and at the end (validation between: the last round's model)
   const auto local = fit_agreed();
   CHECK(local.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(local.params != base.params);
@@ -187,7 +193,8 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   CHECK(late.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(late.params != local.params);
 
-  o.sync.inner_lr_scale = 0.5f;  // --sync auto's rare rounds: the ranks' own steps at a share of --lr
+  o.sync.inner_lr_scale =
+      0.5f;  // --sync auto's rare rounds: the ranks' own steps at a share of --lr
   const auto shorter = fit_agreed();
   CHECK(shorter.params != late.params);
   o.sync.inner_lr_scale = 1.0f;
@@ -224,22 +231,28 @@ TEST_CASE("sync options: K = 1 is per-step sync; local SGD and 16-bit gradients 
   CHECK(worst < 1e-4);  // the same sums, possibly added in another order
 }
 
-TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one round late, or after --overlap-steps") {
+TEST_CASE(
+    "local SGD rounds: what the ranks learnt is averaged; with overlap one round late, or after "
+    "--overlap-steps") {
   Comm comm;
   const int64_t n = 6;
   const std::vector<float> start = {1, -2, 0.5f, 3, 0, -1};
   // The update a rank makes at a step (exact in binary: on 1, 2 or 4 ranks the averages are too).
-  auto update = [&](int rank, int step, int64_t i) { return 0.125f * float((rank + 1) * (step + 1)) + 0.25f * float(i); };
+  auto update = [&](int rank, int step, int64_t i) {
+    return 0.125f * float((rank + 1) * (step + 1)) + 0.25f * float(i);
+  };
   auto mean_update = [&](int step, int64_t i) {
     float s = 0;
     for (int r = 0; r < comm.size(); ++r) s += update(r, step, i);
     return s / float(comm.size());
   };
-  auto take_step = [&](std::vector<float>& p, SyncStrategy& sync, int step) {  // this rank's update, then the strategy's
+  auto take_step = [&](std::vector<float>& p, SyncStrategy& sync,
+                       int step) {  // this rank's update, then the strategy's
     for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
     sync.after_update(p.data(), step);
   };
-  for (const auto& [overlap, overlap_steps] : {std::pair{false, 0}, std::pair{true, 0}, std::pair{true, 1}}) {
+  for (const auto& [overlap, overlap_steps] :
+       {std::pair{false, 0}, std::pair{true, 0}, std::pair{true, 1}}) {
     SyncOptions o;
     o.sync_every = 2;
     o.overlap = overlap;
@@ -249,13 +262,17 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
     for (int step = 0; step < 4; ++step) {
       take_step(p, *sync, step);
       if (step == 1 && !overlap) {  // averaged at once
-        for (int64_t i = 0; i < n; ++i) CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i)));
-      }
-      if (step == 2 && overlap_steps == 1) {  // the round of steps 0-1 applied a step after it started
         for (int64_t i = 0; i < n; ++i)
-          CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i) + update(comm.rank(), 2, i)));
+          CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i)));
       }
-      if (step == 2 && comm.size() > 1) {  // validation: the round of steps 0-1 (finished now); step 2 own
+      if (step == 2 &&
+          overlap_steps == 1) {  // the round of steps 0-1 applied a step after it started
+        for (int64_t i = 0; i < n; ++i)
+          CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i) +
+                                       update(comm.rank(), 2, i)));
+      }
+      if (step == 2 &&
+          comm.size() > 1) {  // validation: the round of steps 0-1 (finished now); step 2 own
         const float* common = sync->common_params(p.data(), step);
         CHECK(same_on_every_rank(std::vector<float>(common, common + n)));
         for (int64_t i = 0; i < n; ++i) {
@@ -298,11 +315,15 @@ TEST_CASE("local SGD rounds: what the ranks learnt is averaged; with overlap one
   }
 }
 
-TEST_CASE("PowerSGD over the ranks: the mean (to int4 rounding) when the ranks' weights span at most r dimensions") {
+TEST_CASE(
+    "PowerSGD over the ranks: the mean (to int4 rounding) when the ranks' weights span at most r "
+    "dimensions") {
   Comm comm;
-  const int64_t rows = 40, cols = 30, n = rows * cols + 7;  // factor columns of 40 and 30 values: a block each
+  const int64_t rows = 40, cols = 30,
+                n = rows * cols + 7;  // factor columns of 40 and 30 values: a block each
   WireOptions opts;
-  opts.low_rank = 4;  // >= ranks (at most 4 here): the mean of one outer product a rank has rank <= 4
+  opts.low_rank =
+      4;  // >= ranks (at most 4 here): the mean of one outer product a rank has rank <= 4
   opts.matrices = {{0, rows, cols}};
   auto value = [&](int rank, int64_t i) {
     if (i >= rows * cols) return float(rank + 1) * float(i);  // the bias-like rest, sent whole
@@ -320,8 +341,10 @@ TEST_CASE("PowerSGD over the ranks: the mean (to int4 rounding) when the ranks' 
       double mean = 0;
       for (int r = 0; r < comm.size(); ++r) mean += value(r, i) / comm.size();
       const double error = std::abs(got[size_t(i)] - mean);
-      if (i < rows * cols) error_weight += error * error, norm_weight += mean * mean;
-      else worst_rest = std::max(worst_rest, error / mean);
+      if (i < rows * cols)
+        error_weight += error * error, norm_weight += mean * mean;
+      else
+        worst_rest = std::max(worst_rest, error / mean);
     }
     // int4 keeps 1/14 of a block's largest value, rounded in P, in Q and at each step of the
     // reduction (each factor column has blocks of its own), and the second round also carries
@@ -335,7 +358,8 @@ TEST_CASE("PowerSGD over the ranks: the mean (to int4 rounding) when the ranks' 
   }
 }
 
-TEST_CASE("PowerSGD's residual is the rank's own: its values less their projection on the common P") {
+TEST_CASE(
+    "PowerSGD's residual is the rank's own: its values less their projection on the common P") {
   Comm comm;
   const int64_t rows = 40, cols = 30, n = rows * cols;
   WireOptions opts;
@@ -344,14 +368,17 @@ TEST_CASE("PowerSGD's residual is the rank's own: its values less their projecti
   opts.low_rank = 4;
   opts.matrices = {{0, rows, cols}};
   std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = std::sin(float(i / cols * (comm.rank() + 1))) * std::cos(float(i % cols * (comm.rank() + 2)));
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = std::sin(float(i / cols * (comm.rank() + 1))) *
+                   std::cos(float(i % cols * (comm.rank() + 2)));
   auto wire = make_wire_average(WireType::powersgd, comm, n, opts);
   wire->start(v.data(), 0, n);
   const std::vector<float>& mean = wire->finish();
   double own = 0, off_mean = 0, norm = 0;  // this rank's residual; its values less the mean
   for (int64_t i = 0; i < n; ++i) {
     const double x = v[size_t(i)];
-    own += std::pow(wire->residual()[size_t(i)], 2), off_mean += std::pow(x - mean[size_t(i)], 2), norm += x * x;
+    own += std::pow(wire->residual()[size_t(i)], 2), off_mean += std::pow(x - mean[size_t(i)], 2),
+        norm += x * x;
   }
   // Left: int4's rounding of the rank's Q and of P's basis, measured 0.07-0.24 of the norm on
   // 1-4 ranks; M less the mean's approximation (the residual before) is off by the ranks'
@@ -364,14 +391,17 @@ TEST_CASE("local SGD with low-rank rounds: what a round did not carry stays in t
   Comm comm;
   if (comm.size() == 1) return;  // one rank syncs nothing
   const int64_t rows = 40, cols = 30, n = rows * cols + 5;
-  auto update = [&](int rank, int step, int64_t i) { return rank2_update(rank, step, i, rows, cols); };
+  auto update = [&](int rank, int step, int64_t i) {
+    return rank2_update(rank, step, i, rows, cols);
+  };
   for (const bool overlap : {false, true}) {
     INFO("overlap " << overlap);
     SyncOptions o;
     o.sync_every = 2, o.overlap = overlap, o.wire = WireType::powersgd, o.powersgd_rank = 1;
     std::vector<float> p(size_t(n), 0.5f);
     auto sync = make_sync_strategy(comm, p.data(), n, o, {{0, rows, cols}});
-    const int steps = overlap ? 4 : 2;  // overlapped, the round of steps 0-1 is applied after step 3
+    const int steps =
+        overlap ? 4 : 2;  // overlapped, the round of steps 0-1 is applied after step 3
     for (int step = 0; step < steps; ++step) {
       for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
       sync->after_update(p.data(), step);
@@ -403,7 +433,9 @@ TEST_CASE("local SGD's last agreement: what the low-rank rounds left out reaches
   Comm comm;
   if (comm.size() == 1) return;  // one rank syncs nothing
   const int64_t rows = 40, cols = 30, n = rows * cols + 5;
-  auto update = [&](int rank, int step, int64_t i) { return rank2_update(rank, step, i, rows, cols); };
+  auto update = [&](int rank, int step, int64_t i) {
+    return rank2_update(rank, step, i, rows, cols);
+  };
   auto run = [&](bool final) {  // 4 steps, rounds after steps 1 and 3, then the agreement
     SyncOptions o;
     o.sync_every = 2;
@@ -415,8 +447,10 @@ TEST_CASE("local SGD's last agreement: what the low-rank rounds left out reaches
       for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
       sync->after_update(p.data(), step);
     }
-    if (final) sync->agree_final(p.data(), 3);
-    else sync->agree(p.data(), 3);
+    if (final)
+      sync->agree_final(p.data(), 3);
+    else
+      sync->agree(p.data(), 3);
     CHECK(same_on_every_rank(p));
     double worst = 0;  // against the exact mean of what the ranks learnt
     for (int64_t i = 0; i < n; ++i) {
@@ -436,21 +470,26 @@ TEST_CASE("local SGD's last agreement: what the low-rank rounds left out reaches
   CHECK(run(false) > 0.04);
 }
 
-TEST_CASE("local SGD after a warm-up: what rounding left of the warm-up's gradients does not move the weights") {
+TEST_CASE(
+    "local SGD after a warm-up: what rounding left of the warm-up's gradients does not move the "
+    "weights") {
   Comm comm;
   if (comm.size() == 1) return;  // one rank syncs nothing
   const int64_t n = 200;
   std::vector<float> grads(size_t(n), 0.0f);
-  grads[0] = 1000.0f, grads[1] = 1.0f;  // int8 in one block of scale 1000/127: the 1 rounds to 0, into the residual
+  grads[0] = 1000.0f,
+  grads[1] = 1.0f;  // int8 in one block of scale 1000/127: the 1 rounds to 0, into the residual
   auto opt = make_optimizer("sgd", n, 0);
-  for (const bool final : {false, true}) {  // a round after steps 1-2, or the last agreement before any round
+  for (const bool final :
+       {false, true}) {  // a round after steps 1-2, or the last agreement before any round
     SyncOptions o;
     o.sync_every = 2, o.sync_warmup = 1, o.wire = WireType::int8, o.error_feedback = true;
     const std::vector<float> start(size_t(n), 0.5f);
     std::vector<float> p = start;
     auto sync = make_sync_strategy(comm, p.data(), n, o);
     const int steps = final ? 2 : 3;
-    for (int step = 0; step < steps; ++step) {  // the gradients averaged at step 0; no step taken with them
+    for (int step = 0; step < steps;
+         ++step) {  // the gradients averaged at step 0; no step taken with them
       std::vector<float> g = grads;
       sync->gradients_ready(g.data(), 0, step);
       sync->reduce_gradients(g.data(), step, *opt);
@@ -486,7 +525,9 @@ TEST_CASE("local SGD's outer optimizer: Nesterov momentum on the rounds' mean ch
   CHECK(same_on_every_rank(p));
 }
 
-TEST_CASE("local SGD that adapts K: a round that keeps a rank waiting doubles it, at the same step on every rank") {
+TEST_CASE(
+    "local SGD that adapts K: a round that keeps a rank waiting doubles it, at the same step on "
+    "every rank") {
   Comm comm;
   if (comm.size() == 1) return;  // one rank has no rounds
   SyncOptions o;
@@ -500,7 +541,8 @@ TEST_CASE("local SGD that adapts K: a round that keeps a rank waiting doubles it
     auto sync = make_sync_strategy(comm, p.data(), n, o);
     std::vector<int> every_at;
     for (int step = 0; step < 40; ++step) {
-      if (!slow_rank || comm.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      if (!slow_rank || comm.rank() == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       for (int i = 0; i < 4; ++i) p[size_t(i)] += 0.125f * float(comm.rank() + 1);
       sync->after_update(p.data(), step);
       CHECK(sync->agreed_stop(step, 0) == 0);
@@ -540,19 +582,28 @@ TEST_CASE("run_together: whatever one rank throws, every rank leaves with a Join
     return JointError("");
   };
   // A bad flag found by rank-0-only work (prepare's writer): exit 2 on every rank, rank 0 speaks.
-  JointError usage = joint([&] { if (comm.rank() == 0) throw UsageError("--out: bad"); });
+  JointError usage = joint([&] {
+    if (comm.rank() == 0) throw UsageError("--out: bad");
+  });
   CHECK(usage.code == 2);
   CHECK(std::string(usage.what()) == (comm.rank() == 0 ? "--out: bad" : ""));
   // Not ours: the standard library's, on the last rank only; said as one line by that rank.
-  JointError oom = joint([&] { if (comm.rank() == last) throw std::bad_alloc(); });
+  JointError oom = joint([&] {
+    if (comm.rank() == last) throw std::bad_alloc();
+  });
   CHECK(oom.code == 1);
   CHECK(std::string(oom.what()).find(comm.rank() == last ? "out of memory" : "") == 0);
-  JointError other = joint([&] { if (comm.rank() == last) (void)std::string("x").at(5); });
-  if (comm.rank() == last) CHECK(std::string(other.what()).find("unexpected failure (basic_string") == 0);
+  JointError other = joint([&] {
+    if (comm.rank() == last) (void)std::string("x").at(5);
+  });
+  if (comm.rank() == last)
+    CHECK(std::string(other.what()).find("unexpected failure (basic_string") == 0);
   run_together(comm, [] {});  // nothing thrown: nothing to say
 }
 
-TEST_CASE("error feedback's residual is in the values' units, whatever the ranks: what arrives plus it is what was sent") {
+TEST_CASE(
+    "error feedback's residual is in the values' units, whatever the ranks: what arrives plus it "
+    "is what was sent") {
   Comm comm;  // every rank sends the same values, so the ranks' sum adds equal blocks
   const int P = comm.size();
   // Where that sum is exact: int8's at any P; 16-bit sums of thirds round (1/3 is no power of
@@ -579,16 +630,21 @@ TEST_CASE("error feedback's residual is in the values' units, whatever the ranks
   }
 }
 
-TEST_CASE("int8, int4, fp16 and bf16 on the wire: the ranks' mean, to within each block's own scale") {
+TEST_CASE(
+    "int8, int4, fp16 and bf16 on the wire: the ranks' mean, to within each block's own scale") {
   Comm comm;
-  const int64_t n = 1000;  // blocks of 256 (int8) or 64 (int4): the last one partial, a range ends mid-block
+  const int64_t n =
+      1000;  // blocks of 256 (int8) or 64 (int4): the last one partial, a range ends mid-block
   // top: the steps a block's largest value is cut into (the 16-bit formats' steps are relative:
   // 2^10 and 2^7 of a value, finer than these of its block's largest)
-  const auto [wire_type, top] = GENERATE(std::make_pair(WireType::int8, 127), std::make_pair(WireType::int4, 7),
-                                         std::make_pair(WireType::fp16, 1024), std::make_pair(WireType::bf16, 128));
+  const auto [wire_type, top] =
+      GENERATE(std::make_pair(WireType::int8, 127), std::make_pair(WireType::int4, 7),
+               std::make_pair(WireType::fp16, 1024), std::make_pair(WireType::bf16, 128));
   INFO(wire_type_name(wire_type));
   auto wire = make_wire_average(wire_type, comm, n, WireOptions());
-  auto value = [](int rank, int64_t i) { return float(rank + 1) * std::sin(float(i)) * (i < 256 ? 1e-3f : 1.0f); };
+  auto value = [](int rank, int64_t i) {
+    return float(rank + 1) * std::sin(float(i)) * (i < 256 ? 1e-3f : 1.0f);
+  };
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = value(comm.rank(), i);
   wire->start(v.data(), 600, n);
@@ -598,13 +654,17 @@ TEST_CASE("int8, int4, fp16 and bf16 on the wire: the ranks' mean, to within eac
   for (int64_t i = 0; i < n; ++i) {
     double mean = 0;
     for (int r = 0; r < P; ++r) mean += value(r, i) / P;
-    const double block_top = (i < 256 ? 1e-3 : 1.0) * (P + 1) / 2.0;  // the largest |mean| in i's block
+    const double block_top =
+        (i < 256 ? 1e-3 : 1.0) * (P + 1) / 2.0;  // the largest |mean| in i's block
     INFO(i);
-    REQUIRE(std::abs(got[size_t(i)] - mean) <= (P + 1) * block_top / top);  // each rounding: half a step
+    REQUIRE(std::abs(got[size_t(i)] - mean) <=
+            (P + 1) * block_top / top);  // each rounding: half a step
   }
 }
 
-TEST_CASE("the rounds' allreduce algorithm switches while running, and either gives the mean on every rank alike") {
+TEST_CASE(
+    "the rounds' allreduce algorithm switches while running, and either gives the mean on every "
+    "rank alike") {
   Comm comm;
   auto libnbc_value = [] {  // Open MPI's variable as MPI's tool interface reads it
     int provided, index, count, value = -1;
@@ -621,7 +681,8 @@ TEST_CASE("the rounds' allreduce algorithm switches while running, and either gi
   const int64_t n = 3000;
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(comm.rank() + 1) * std::sin(float(i));
-  for (const auto& [algorithm, number] : {std::make_pair(AllreduceAlgorithm::binomial, 2), std::make_pair(AllreduceAlgorithm::rabenseifner, 3)}) {
+  for (const auto& [algorithm, number] : {std::make_pair(AllreduceAlgorithm::binomial, 2),
+                                          std::make_pair(AllreduceAlgorithm::rabenseifner, 3)}) {
     INFO(allreduce_algorithm_name(algorithm));
     REQUIRE(set_allreduce_algorithm(algorithm));
     CHECK(libnbc_value() == number);
@@ -629,7 +690,8 @@ TEST_CASE("the rounds' allreduce algorithm switches while running, and either gi
     wire->start(v.data(), 0, n);
     const std::vector<float>& got = wire->finish();
     const double mean_factor = (comm.size() + 1) / 2.0;
-    for (int64_t i = 0; i < n; ++i) REQUIRE(std::abs(got[size_t(i)] - mean_factor * std::sin(float(i))) < 0.02 * mean_factor);
+    for (int64_t i = 0; i < n; ++i)
+      REQUIRE(std::abs(got[size_t(i)] - mean_factor * std::sin(float(i))) < 0.02 * mean_factor);
     CHECK(same_on_every_rank(got));
   }
 }

@@ -1,4 +1,5 @@
-// Wire formats, error feedback and --sync auto's choice (one process; the multi-rank behaviour is in test_mpi).
+// Wire formats, error feedback and --sync auto's choice (one process; the multi-rank behaviour is
+// in test_mpi).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -10,10 +11,12 @@
 using namespace pitrain;
 
 TEST_CASE("fp16: exact values, rounding to nearest even, range") {
-  for (float v : {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604644775390625e-08f, 0.333251953125f})
+  for (float v :
+       {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604644775390625e-08f, 0.333251953125f})
     CHECK(half_to_float(float_to_half(v)) == v);
-  CHECK(half_to_float(float_to_half(1.0f + 1.0f / 2048)) == 1.0f);                   // tie goes to even
-  CHECK(half_to_float(float_to_half(1.0f + 3.0f / 2048)) == 1.0f + 4.0f / 2048);     // tie goes to even
+  CHECK(half_to_float(float_to_half(1.0f + 1.0f / 2048)) == 1.0f);  // tie goes to even
+  CHECK(half_to_float(float_to_half(1.0f + 3.0f / 2048)) ==
+        1.0f + 4.0f / 2048);  // tie goes to even
   CHECK(std::isinf(half_to_float(float_to_half(65520.0f))));
   CHECK(half_to_float(float_to_half(65519.0f)) == 65504.0f);
   CHECK(half_to_float(float_to_half(1e-9f)) == 0.0f);
@@ -40,7 +43,8 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
   WireOptions opts;
   opts.error_feedback = true;
   opts.matrices = {{100, 40, 50}, {2100, 60, 30}};  // PowerSGD compresses these, sends the rest
-  for (WireType wire : {WireType::fp16, WireType::bf16, WireType::int8, WireType::int4, WireType::powersgd}) {
+  for (WireType wire :
+       {WireType::fp16, WireType::bf16, WireType::int8, WireType::int4, WireType::powersgd}) {
     INFO(wire_type_name(wire));
     auto average = make_wire_average(wire, comm, n, opts);
     std::vector<double> truth(size_t(n), 0.0), sent(size_t(n), 0.0);
@@ -51,31 +55,39 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
       average->start(g.data(), 0, n);
       const std::vector<float>& got = average->finish();
       for (int64_t i = 0; i < n; ++i) sent[size_t(i)] += got[size_t(i)];
-      if (step == 0 && wire != WireType::powersgd) {  // nothing carried yet: what went is the values, rounded
-        const double bound = wire == WireType::fp16 ? 5e-4 / 1024 : wire == WireType::bf16 ? 5e-4 / 128
-                             : wire == WireType::int8 ? 5e-4 / 127 : 2 * 5e-4 / 7;  // int4: its scale may coarsen
+      if (step == 0 &&
+          wire != WireType::powersgd) {  // nothing carried yet: what went is the values, rounded
+        const double bound = wire == WireType::fp16   ? 5e-4 / 1024
+                             : wire == WireType::bf16 ? 5e-4 / 128
+                             : wire == WireType::int8
+                                 ? 5e-4 / 127
+                                 : 2 * 5e-4 / 7;  // int4: its scale may coarsen
         for (int64_t i = 0; i < n; ++i) REQUIRE(std::abs(got[size_t(i)] - g[size_t(i)]) <= bound);
       }
       double worst = 0;
       for (int64_t i = 0; i < n; ++i)
-        worst = std::max(worst, std::abs(sent[size_t(i)] + average->residual()[size_t(i)] - truth[size_t(i)]));
+        worst = std::max(
+            worst, std::abs(sent[size_t(i)] + average->residual()[size_t(i)] - truth[size_t(i)]));
       CHECK(worst < 1e-9);  // float rounding of the running sums only; one 16-bit step is ~1e-6
     }
   }
 }
 
 TEST_CASE("a NaN or an infinity makes its block NaN on the wire, and the sum says so") {
-  Comm comm;  // one rank
+  Comm comm;              // one rank
   const int64_t n = 600;  // blocks [0, 256), [256, 512), [512, 600)
   WireOptions opts;
   opts.error_feedback = true;
-  opts.matrices = {{0, 20, 10}};  // PowerSGD: a weight in the first block; its rest rides in int4 blocks
-  const float bad = GENERATE(std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity());
+  opts.matrices = {
+      {0, 20, 10}};  // PowerSGD: a weight in the first block; its rest rides in int4 blocks
+  const float bad =
+      GENERATE(std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity());
   for (WireType wire : {WireType::int8, WireType::int4, WireType::powersgd}) {
     INFO(wire_type_name(wire) << " " << bad);
     auto average = make_wire_average(wire, comm, n, opts);
     std::vector<float> v(static_cast<size_t>(n), 0.25f);
-    for (int64_t i = 256; i < 512; ++i) v[size_t(i)] = bad;  // a whole block: int4 once never found a scale for it
+    for (int64_t i = 256; i < 512; ++i)
+      v[size_t(i)] = bad;  // a whole block: int4 once never found a scale for it
     v[520] = -bad;
     average->start(v.data(), 0, n);
     const std::vector<float>& got = average->finish();
@@ -84,11 +96,14 @@ TEST_CASE("a NaN or an infinity makes its block NaN on the wire, and the sum say
       REQUIRE(std::isnan(got[size_t(i)]));
     }
     if (wire != WireType::powersgd)  // its factors mix every row of the weight into its rest
-      for (int64_t i = 0; i < 256; ++i) REQUIRE(std::isfinite(got[size_t(i)]));  // the other blocks as ever
+      for (int64_t i = 0; i < 256; ++i)
+        REQUIRE(std::isfinite(got[size_t(i)]));  // the other blocks as ever
   }
 }
 
-TEST_CASE("int4 on the wire: levels in a prefix code, 120 bytes a block of 256, coarser only where the code would not fit") {
+TEST_CASE(
+    "int4 on the wire: levels in a prefix code, 120 bytes a block of 256, coarser only where the "
+    "code would not fit") {
   Comm comm;  // one rank: the sum is this rank's blocks as they travel
   CHECK(int4_wire_bytes(64) == 120);
   CHECK(int4_wire_bytes(256) == 120);
@@ -120,7 +135,8 @@ TEST_CASE("int4 on the wire: levels in a prefix code, 120 bytes a block of 256, 
     for (int64_t i = start; i < start + 64; ++i) {
       INFO(i);
       CHECK(got[size_t(i)] == std::copysign(step, v[size_t(i)]));
-      CHECK(got[size_t(i)] + dropped[size_t(i)] == Approx(v[size_t(i)]).margin(1e-7));  // for error feedback
+      CHECK(got[size_t(i)] + dropped[size_t(i)] ==
+            Approx(v[size_t(i)]).margin(1e-7));  // for error feedback
     }
   }
   CHECK(ones == 2);
@@ -132,11 +148,13 @@ namespace {
 void put_rank3_weight(std::vector<float>& v, int64_t at, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
-      v[size_t(at + i * cols + j)] = std::cos(float(i)) * float(j) + float(i % 7) * std::sin(float(j)) - 0.01f * float(i * i);
+      v[size_t(at + i * cols + j)] =
+          std::cos(float(i)) * float(j) + float(i % 7) * std::sin(float(j)) - 0.01f * float(i * i);
 }
 
 // sqrt(sum (got - want)^2 / sum want^2) over [lo, hi).
-double relative_error(const std::vector<float>& got, const std::vector<float>& want, int64_t lo, int64_t hi) {
+double relative_error(const std::vector<float>& got, const std::vector<float>& want, int64_t lo,
+                      int64_t hi) {
   double error = 0, norm = 0;
   for (int64_t i = lo; i < hi; ++i) {
     const double d = got[size_t(i)] - want[size_t(i)];
@@ -147,12 +165,14 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 }  // namespace
 
-TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the rest as it is, in int4") {
+TEST_CASE(
+    "PowerSGD: a weight of rank r or less arrives whole in one round, the rest as it is, in int4") {
   Comm comm;
   const int64_t n = 3000, rows = 40, cols = 50, at = 700;
   WireOptions opts;
   opts.low_rank = 4;
-  opts.matrices = {{at, rows, cols}, {2900, 10, 10}};  // the second is too small to gain: sent whole
+  opts.matrices = {{at, rows, cols},
+                   {2900, 10, 10}};  // the second is too small to gain: sent whole
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = std::sin(float(i));
   put_rank3_weight(v, at, rows, cols);
@@ -163,9 +183,10 @@ TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the 
   for (int64_t i = 0; i < n; ++i) {
     INFO(i);
     const double want = v[size_t(i)];
-    if (i < at || i >= at + rows * cols) {  // |sin| <= 1 in a block: rounded to a step of 1/7, or, where its many large levels
-              // would not fit int4's code, a coarser one (measured: up to 2.9/7); what rounding
-              // took waits in the residual
+    if (i < at || i >= at + rows * cols) {  // |sin| <= 1 in a block: rounded to a step of 1/7, or,
+                                            // where its many large levels
+      // would not fit int4's code, a coarser one (measured: up to 2.9/7); what rounding
+      // took waits in the residual
       REQUIRE(std::abs(got[size_t(i)] - want) <= 0.5 * 3 / 7);
       REQUIRE(got[size_t(i)] + average->residual()[size_t(i)] == Approx(want).margin(1e-6));
     }
@@ -175,7 +196,8 @@ TEST_CASE("PowerSGD: a weight of rank r or less arrives whole in one round, the 
   CHECK(relative_error(got, v, at, at + rows * cols) < 0.15);
   // P (40 x 4) and Q (50 x 4) a block of 64 a column; the rest before the weight (700 values)
   // and after it (300) from blocks of their own.
-  CHECK(wire_bytes(WireType::powersgd, n, opts) == int4_wire_bytes(4 * 64 + 704 + 320) + int4_wire_bytes(4 * 64));
+  CHECK(wire_bytes(WireType::powersgd, n, opts) ==
+        int4_wire_bytes(4 * 64 + 704 + 320) + int4_wire_bytes(4 * 64));
 }
 
 TEST_CASE("PowerSGD: a round of zeros does not silence a weight for the rounds after") {
@@ -195,7 +217,8 @@ TEST_CASE("PowerSGD: a round of zeros does not silence a weight for the rounds a
   CHECK(relative_error(average->finish(), v, 0, rows * cols) < 0.15);
 }
 
-TEST_CASE("a model's kernels as PowerSGD's 2-D weights: where each is in the buffer, (fan-in, units)") {
+TEST_CASE(
+    "a model's kernels as PowerSGD's 2-D weights: where each is in the buffer, (fan-in, units)") {
   // cnn, 15 classes: conv 3x3x1 -> 32 (+32 biases), conv 3x3x32 -> 64 (+64), dense 1600 -> 15
   const auto m = weight_matrices(Model("cnn", 15));
   REQUIRE(m.size() == 3);
@@ -235,7 +258,8 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK(wlan.opts.outer_lr == 0.35f);
   CHECK(wlan.opts.outer_momentum == 0.8f);
   CHECK(wlan.opts.inner_lr_scale == 1.0f);
-  CHECK(wlan.why.find("rounds every 18 steps, overlapped and applied 9 steps later, in powersgd rank 16 (10 KB") == 0);
+  CHECK(wlan.why.find("rounds every 18 steps, overlapped and applied 9 steps later, in powersgd "
+                      "rank 16 (10 KB") == 0);
   CHECK_FALSE(wlan.opts.max_sync_every);  // PowerSGD's K stays
   // 60 Mbit/s (the emulated 100 Mbit/s hosts as the probe sees them) and a 0.67 ms step:
   // PowerSGD's 2.1 ms would hide behind 4 steps, but its rounds come every 16 steps at the
@@ -288,7 +312,9 @@ TEST_CASE("--sync auto: fp32 every step on a fast link; rarer and smaller rounds
   CHECK_FALSE(fast.opts.max_sync_every);
 }
 
-TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where those hide them, else blocking while they cost two fifths at most, then overlapped ones") {
+TEST_CASE(
+    "--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where those hide them, else "
+    "blocking while they cost two fifths at most, then overlapped ones") {
   // The cnn (42,831 parameters) on the emulated wlan: int4's 20 KB take 13.7 ms a round, int8's
   // 44 KB 29 ms.
   const int64_t n = 42831;
@@ -306,7 +332,8 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where
     CHECK(soon.opts.max_sync_every == 0);  // the probe measured its cost: K stays
     CHECK(soon.opts.outer_lr == 0.35f);    // every round auto takes moves by the outer step
     CHECK(soon.opts.outer_momentum == 0.8f);
-    CHECK(soon.why.find("rounds every 8 steps, overlapped and applied 2 steps later, in int4") == 0);
+    CHECK(soon.why.find("rounds every 8 steps, overlapped and applied 2 steps later, in int4") ==
+          0);
   }
   const SyncChoice later = choose(0.005);  // 2 steps of 5 ms hide 10 ms, 4 steps 20
   CHECK(later.opts.wire == WireType::int4);
@@ -314,7 +341,8 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where
   CHECK(later.opts.overlap);
   CHECK(later.opts.overlap_steps == 4);
   CHECK(later.why.find("rounds every 8 steps, overlapped and applied 4 steps later, in int4") == 0);
-  const SyncChoice blocking = choose(0.003);  // 13.7 ms after 8 steps of 3 ms: 36 % waiting; 4 steps hide 12
+  const SyncChoice blocking =
+      choose(0.003);  // 13.7 ms after 8 steps of 3 ms: 36 % waiting; 4 steps hide 12
   CHECK(blocking.opts.wire == WireType::int4);
   CHECK(blocking.opts.sync_every == 8);
   CHECK_FALSE(blocking.opts.overlap);
@@ -331,14 +359,16 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where
   // The emulated WLAN cell as its probe sees it (0.12 ms an allreduce, 0.2 MB/s) and 9 ms steps:
   // int4's 101 ms outlast the 8 steps before it is applied by 29 ms, under a fifth of the 173 ms
   // from one round to the next; int8 every 32 steps (219 ms) would hide but learns less.
-  const SyncChoice cell = choose_sync(SyncOptions{}, 0.009, LinkTiming{0.12e-3, 1 / 0.2e6}, n, kernels);
+  const SyncChoice cell =
+      choose_sync(SyncOptions{}, 0.009, LinkTiming{0.12e-3, 1 / 0.2e6}, n, kernels);
   INFO(cell.why);
   CHECK(cell.opts.wire == WireType::int4);
   CHECK(cell.opts.sync_every == 16);
   CHECK(cell.opts.overlap_steps == 8);
   CHECK(cell.why.find("rounds every 16 steps, overlapped and applied 8 steps later, in int4") == 0);
   // With 8 ms steps the wait (37 ms of 165) passes a fifth: int8 every 32 steps, which hide it.
-  const SyncChoice cell_fast = choose_sync(SyncOptions{}, 0.008, LinkTiming{0.12e-3, 1 / 0.2e6}, n, kernels);
+  const SyncChoice cell_fast =
+      choose_sync(SyncOptions{}, 0.008, LinkTiming{0.12e-3, 1 / 0.2e6}, n, kernels);
   INFO(cell_fast.why);
   CHECK(cell_fast.opts.sync_every == 32);
   CHECK(cell_fast.opts.overlap_steps == 0);
@@ -353,14 +383,17 @@ TEST_CASE("--sync auto: int4 rounds every 8 steps, applied 2 or 4 steps on where
   CHECK(far.opts.outer_momentum == 0.8f);
   // A link whose fixed cost outweighs its bytes (6 ms an allreduce, 1 GB/s) and steps of 1 ms: a
   // blocking round may take 5.3 ms, 8 overlapped steps hide 8, and bf16 comes before int8.
-  const SyncChoice latency_bound = choose_sync(SyncOptions{}, 0.001, LinkTiming{6e-3, 1e-9}, n, kernels);
+  const SyncChoice latency_bound =
+      choose_sync(SyncOptions{}, 0.001, LinkTiming{6e-3, 1e-9}, n, kernels);
   CHECK(latency_bound.opts.wire == WireType::bf16);
   CHECK(latency_bound.opts.sync_every == 8);
   CHECK(latency_bound.opts.overlap);
   CHECK(latency_bound.opts.max_sync_every == 32);  // and may double during the run
 }
 
-TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of the old K, up to the maximum") {
+TEST_CASE(
+    "RoundPace: K doubles after two slow votes in a row, skips the vote of the old K, up to the "
+    "maximum") {
   // Per mille of a round spent waiting: slow is over 200 below K = 4, over 400 from there on.
   const int slow = 500, fast = 100, slow_below_4 = 300;
   RoundPace pace(2, 8);
@@ -371,7 +404,7 @@ TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of
   CHECK_FALSE(pace.update(kNotTimed));  // a round cut short: counts neither way
   CHECK(pace.update(slow_below_4));
   CHECK(pace.every() == 4);
-  CHECK_FALSE(pace.update(slow));  // told of a round of K = 2
+  CHECK_FALSE(pace.update(slow));          // told of a round of K = 2
   CHECK_FALSE(pace.update(slow_below_4));  // not slow at K = 4
   CHECK_FALSE(pace.update(slow));
   CHECK(pace.update(slow));
@@ -394,7 +427,9 @@ TEST_CASE("RoundPace: K doubles after two slow votes in a row, skips the vote of
   CHECK(fixed.every() == 4);
 }
 
-TEST_CASE("int8 and int4: ranges shorter than a block, one after another, are refused before they overflow the blocks") {
+TEST_CASE(
+    "int8 and int4: ranges shorter than a block, one after another, are refused before they "
+    "overflow the blocks") {
   Comm comm;
   const int64_t n = 1000;  // room for 8 blocks of 256 values: ten ranges of 100 would need 10
   const std::vector<float> v(size_t(n), 1.0f);

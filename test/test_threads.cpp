@@ -25,14 +25,16 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 // Enough FLOPs per weight that every batch here is split; conv2d_1 goes through Winograd.
-const char* kSpec = "conv2d(8,3,relu) conv2d(8,3,relu) maxpool2d flatten dropout(0.3) dense(classes,softmax)";
+const char* kSpec =
+    "conv2d(8,3,relu) conv2d(8,3,relu) maxpool2d flatten dropout(0.3) dense(classes,softmax)";
 
 // One batch of n synthetic rows (b), with what it points into.
 struct SyntheticBatch {
   Split data;
   BatchLoader loader;
   Batch b;
-  SyntheticBatch(int n, int classes, uint64_t seed) : data(test::synthetic_split(n, classes, seed)), loader(data, n) {
+  SyntheticBatch(int n, int classes, uint64_t seed)
+      : data(test::synthetic_split(n, classes, seed)), loader(data, n) {
     loader.reset_in_order();
     b = loader.next();
   }
@@ -45,14 +47,19 @@ struct SideBySide {
   ThreadPool reference_pool, pool;
   ThreadedModel reference, threaded;
   SideBySide(const char* spec, int classes, uint64_t seed, int threads, Cores cores)
-      : reference_model(spec, classes), model(spec, classes), reference_pool(threads, Cores::free), pool(threads, cores),
-        reference(reference_model, reference_pool), threaded(model, pool) {
+      : reference_model(spec, classes),
+        model(spec, classes),
+        reference_pool(threads, Cores::free),
+        pool(threads, cores),
+        reference(reference_model, reference_pool),
+        threaded(model, pool) {
     reference_model.init_params(seed), model.init_params(seed);
   }
 };
 
 void sgd_step(Model& m) {  // params -= 0.05 grads
-  for (int64_t i = 0; i < m.num_params(); ++i) m.params()[size_t(i)] -= 0.05f * m.grads()[size_t(i)];
+  for (int64_t i = 0; i < m.num_params(); ++i)
+    m.params()[size_t(i)] -= 0.05f * m.grads()[size_t(i)];
 }
 
 }  // namespace
@@ -69,9 +76,15 @@ TEST_CASE("the pool runs each item once, covers ranges once, and passes exceptio
     for (int64_t i = lo; i < hi; ++i) ++covered[size_t(i)];
   });
   CHECK(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }));
-  CHECK_THROWS_AS(pool.run(3, [](int i) { if (i == 2) throw std::runtime_error("item 2"); }), std::runtime_error);
+  CHECK_THROWS_AS(pool.run(3,
+                           [](int i) {
+                             if (i == 2) throw std::runtime_error("item 2");
+                           }),
+                  std::runtime_error);
   int after = 0;
-  pool.run(2, [&](int i) { if (i == 1) after = 1; });  // still works after a failed job
+  pool.run(2, [&](int i) {
+    if (i == 1) after = 1;
+  });  // still works after a failed job
   CHECK(after == 1);
 }
 
@@ -104,7 +117,8 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   REQUIRE(t3.shares(n) == 6);  // twice the threads: shares of 2 and 3 rows
   REQUIRE(t3.workers_copy_weights(n));
   const Context ctx{true, 99};
-  const LossStats a = t1.forward_backward(b.x, b.y, n, ctx), c = t3.forward_backward(b.x, b.y, n, ctx);
+  const LossStats a = t1.forward_backward(b.x, b.y, n, ctx),
+                  c = t3.forward_backward(b.x, b.y, n, ctx);
   CHECK(c.loss_sum == Approx(a.loss_sum).epsilon(1e-6));
   CHECK(c.correct == a.correct);
   CHECK(max_abs_diff(one.grads(), three.grads()) < 1e-6);  // a wrong share or mask is off by ~1e-2
@@ -127,7 +141,8 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   CHECK(mlp3.shares(1024) == 6);
 }
 
-TEST_CASE("new weights reach the workers, whether they read a copy of them or not, across switches") {
+TEST_CASE(
+    "new weights reach the workers, whether they read a copy of them or not, across switches") {
   const int classes = 3;
   const Split data = test::synthetic_split(1024, classes, 5);
   BatchLoader loader(data, 1024);
@@ -172,7 +187,8 @@ TEST_CASE("a step runs beside_update once, after its batch is spent, and trains 
     auto sync_without = make_sync_strategy(comm, without.params().data(), without.num_params(), {});
     ThreadPool pool_with(threads), pool_without(threads);
     ThreadedModel t_with(with, pool_with), t_without(without, pool_without);
-    if (threads == 2) REQUIRE(t_with.pool_for_update(n) == nullptr);  // the update on the calling thread alone
+    if (threads == 2)
+      REQUIRE(t_with.pool_for_update(n) == nullptr);  // the update on the calling thread alone
     for (int step = 0; step < 3; ++step) {
       const Split data = test::synthetic_split(n, classes, uint64_t(20 + step));
       BatchLoader loader(data, n);
@@ -183,7 +199,8 @@ TEST_CASE("a step runs beside_update once, after its batch is spent, and trains 
       int calls = 0;
       train_step(t_with, opt_with, *sync_with, x.data(), y.data(), n, 1e-2f, {}, step, [&] {
         ++calls;
-        std::fill(x.begin(), x.end(), NAN), std::fill(y.begin(), y.end(), 0);  // the next batch's load
+        std::fill(x.begin(), x.end(), NAN),
+            std::fill(y.begin(), y.end(), 0);  // the next batch's load
       });
       train_step(t_without, opt_without, *sync_without, b.x, b.y, n, 1e-2f, {}, step);
       CHECK(calls == 1);
@@ -192,7 +209,9 @@ TEST_CASE("a step runs beside_update once, after its batch is spent, and trains 
   }
 }
 
-TEST_CASE("training with threads: bitwise repeatable for a thread count, equal to rounding across counts") {
+TEST_CASE(
+    "training with threads: bitwise repeatable for a thread count, equal to rounding across "
+    "counts") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 300, 60, 3);
   Comm comm;
@@ -211,10 +230,13 @@ TEST_CASE("training with threads: bitwise repeatable for a thread count, equal t
 // A batch too small to split (mlp at the magazine's batch 8): the first dense layer's kernel is
 // split across the threads instead, its rows a block a thread, its partial products summed in
 // part order.
-TEST_CASE("training a small batch with threads: the kernel split, bitwise repeatable, equal to rounding across counts") {
+TEST_CASE(
+    "training a small batch with threads: the kernel split, bitwise repeatable, equal to rounding "
+    "across counts") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 300, 60, 3);
-  const char* spec = "flatten dense(64,relu) dropout(0.2) dense(classes,softmax)";  // 50,176 weights in the kernel
+  const char* spec =
+      "flatten dense(64,relu) dropout(0.2) dense(classes,softmax)";  // 50,176 weights in the kernel
   Model model(spec, 3);
   ThreadPool pool3(3);
   REQUIRE(ThreadedModel(model, pool3).shares(8) == 1);
@@ -227,7 +249,8 @@ TEST_CASE("training a small batch with threads: the kernel split, bitwise repeat
     const auto many = fit(o, comm, out);
     CHECK(fit(o, comm, out).params == many.params);  // no timing in the result
     CHECK(max_abs_diff(one.params, many.params) < 1e-4);
-    CHECK(many.params != one.params);  // the kernel was split: its partial products add in another order
+    CHECK(many.params !=
+          one.params);  // the kernel was split: its partial products add in another order
   }
 }
 
@@ -254,14 +277,15 @@ TEST_CASE("evaluation with threads counts every image once") {
 // Crowded cores (ThreadedModel): the calling thread computes the shares from the first, the
 // workers from the last, and where it comes to a share that a worker has not finished it
 // computes that one itself. Either way a share is the same bits.
-TEST_CASE("crowded cores: shares with backups give the same bits as free cores, workers' shares too") {
+TEST_CASE(
+    "crowded cores: shares with backups give the same bits as free cores, workers' shares too") {
   const int classes = 3;
   // 7 rows on 4 threads: 7 shares in 4 chains, the last of a single share.
   for (const auto& [threads, n] : {std::pair<int, int>{2, 32}, {3, 32}, {4, 7}}) {
     const SyntheticBatch batch(n, classes, 8);
     const Batch& b = batch.b;
     SideBySide m(kSpec, classes, 5, threads, Cores::crowded);
-    REQUIRE(m.threaded.shares(n) > threads);  // chains of more than one share
+    REQUIRE(m.threaded.shares(n) > threads);       // chains of more than one share
     REQUIRE(m.reference.workers_copy_weights(n));  // free cores: the chains' sums written out
     // Steps of plain SGD, at least until a worker's share was used.
     for (int step = 0; step < 20 || (m.threaded.worker_shares() == 0 && step < 2000); ++step) {
@@ -286,7 +310,8 @@ TEST_CASE("crowded cores: switching between crowded and free batches trains as f
     const Batch& b = batch.b;
     SideBySide m(spec, classes, 7, 2, Cores::free);
     REQUIRE(m.threaded.shares(n) > 1);
-    CHECK(m.threaded.workers_copy_weights(n) == (n == 32));  // both ways the workers may read the weights
+    CHECK(m.threaded.workers_copy_weights(n) ==
+          (n == 32));  // both ways the workers may read the weights
     for (int step = 0; step < 24; ++step) {
       m.pool.set_cores(step % 6 < 3 ? Cores::crowded : Cores::free);
       const Context ctx{true, uint64_t(step)};
@@ -311,8 +336,10 @@ TEST_CASE("crowded cores: a batch never waits for a worker that the OS holds bac
   };
   const Context ctx{true, 3};
   auto steps = std::async(std::launch::async, [&] {
-    for (int step = 0; claims == 0 && step < 2000; ++step) m.threaded.forward_backward(b.x, b.y, n, ctx);
-    for (int step = 0; step < 5; ++step) m.threaded.forward_backward(b.x, b.y, n, ctx);  // the worker held
+    for (int step = 0; claims == 0 && step < 2000; ++step)
+      m.threaded.forward_backward(b.x, b.y, n, ctx);
+    for (int step = 0; step < 5; ++step)
+      m.threaded.forward_backward(b.x, b.y, n, ctx);  // the worker held
   });
   const bool finished = steps.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
   release = true;

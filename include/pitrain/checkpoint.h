@@ -19,11 +19,12 @@ struct RunState {
   int64_t step = 0;        // optimizer steps taken
   int64_t epoch_step = 0;  // steps taken in the unfinished epoch after `epoch` (a stop mid-epoch)
   uint64_t seed = 0;       // with the above, the whole RNG state (all draws are counter-based)
-  int64_t steps_per_epoch = 0;  // of the run that saved it (0: a checkpoint from before it was kept)
+  int64_t steps_per_epoch =
+      0;  // of the run that saved it (0: a checkpoint from before it was kept)
 };
 
-void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt, const RunState& state,
-                     const std::vector<std::string>& class_names);
+void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt,
+                     const RunState& state, const std::vector<std::string>& class_names);
 
 struct Checkpoint {
   Model model;
@@ -34,9 +35,9 @@ struct Checkpoint {
   std::map<std::string, std::vector<float>> optimizer_state;
 };
 
-// `batch`: the rows its model will run at once (train's --batch-size, evaluate's kEvalBatch; predict
-// and serve run one image at a time). Every weight's presence and shape, and the memory of the
-// parameters and that batch's activations, are checked before the model is built.
+// `batch`: the rows its model will run at once (train's --batch-size, evaluate's kEvalBatch;
+// predict and serve run one image at a time). Every weight's presence and shape, and the memory of
+// the parameters and that batch's activations, are checked before the model is built.
 Checkpoint load_checkpoint(const std::string& path, int batch = 1);
 
 // Copies the saved optimizer state into `opt`; throws when it belongs to another optimizer.

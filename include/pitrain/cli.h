@@ -31,14 +31,15 @@ struct HelpLayout {
 
 // Parses, turning cxxopts' exceptions into UsageError. Returns false after printing --help
 // (rank 0, or where `speaks`), in which case the subcommand returns 0.
-bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result,
-           const HelpLayout& layout = {});
-bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks, cxxopts::ParseResult& result,
-           const HelpLayout& layout = {});
+bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm,
+           cxxopts::ParseResult& result, const HelpLayout& layout = {});
+bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks,
+           cxxopts::ParseResult& result, const HelpLayout& layout = {});
 
 // UsageError(message) unless ok.
 void require(bool ok, const std::string& message);
 // UsageError "--flag value: use a, b or c" unless value is one of choices.
-void require_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& choices);
+void require_choice(const std::string& flag, const std::string& value,
+                    const std::vector<std::string>& choices);
 
 }  // namespace pitrain::cli

@@ -19,7 +19,8 @@ inline double nth_smallest(std::vector<double> values, size_t nth) {
 
 // The median of `values` (not empty): of an even count, the mean of the two middle ones.
 inline double median(const std::vector<double>& values) {
-  return (nth_smallest(values, (values.size() - 1) / 2) + nth_smallest(values, values.size() / 2)) / 2;
+  return (nth_smallest(values, (values.size() - 1) / 2) + nth_smallest(values, values.size() / 2)) /
+         2;
 }
 
 }  // namespace pitrain

@@ -22,16 +22,18 @@ class Comm {
   void broadcast(float* data, int64_t n, int root = 0);
   void broadcast(uint64_t* data, int n, int root = 0);
   void broadcast(std::string& text, int root = 0);  // resized to the root's
-  void allreduce_sum(double* data, int64_t n);  // in place
+  void allreduce_sum(double* data, int64_t n);      // in place
   // Non-blocking: recv = every rank's send combined with `op` (send may be MPI_IN_PLACE). Large
   // buffers should not be in place: Open MPI's libnbc then sends them through a binomial tree
   // rooted at rank 0 instead of reduce-scatter + allgather. Counted in bytes_sent and, with
   // progress() and wait_all(), in mpi_seconds.
-  void start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request);
+  void start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Request* request);
   // The same on `on`, a communicator of this one's ranks (a duplicate), timed and counted here.
-  void start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Request* request,
-                       MPI_Comm on);
-  bool progress(std::vector<MPI_Request>& requests);  // lets pending collectives move on; true: all done
+  void start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Request* request, MPI_Comm on);
+  bool progress(
+      std::vector<MPI_Request>& requests);  // lets pending collectives move on; true: all done
   void wait_all(std::vector<MPI_Request>& requests);
   void wait(MPI_Request& request);
   // Sends a byte between every pair of ranks. Open MPI's TCP transport connects a pair at its

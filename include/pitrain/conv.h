@@ -23,12 +23,12 @@ class ConvAlgorithm {
   virtual int64_t prepared_floats() const { return 0; }
   virtual void prepare(const float* /*kernel*/, float* /*prepared*/) const {}
   // y = act(conv(x) + bias): x (n, H, W, Cin) -> y (n, Ho, Wo, F). Keeps what backward needs.
-  virtual void forward(const float* x, const float* kernel, const float* bias, const float* prepared, float* y,
-                       int n) = 0;
+  virtual void forward(const float* x, const float* kernel, const float* bias,
+                       const float* prepared, float* y, int n) = 0;
   // From dy (n, Ho, Wo, F), the gradient at the last forward's y, taken through the activation
   // in place: dkernel and dbias (overwritten), and dx unless null. x and y: that forward's.
-  virtual void backward(const float* x, const float* y, float* dy, const float* kernel, const float* prepared,
-                        float* dkernel, float* dbias, float* dx, int n) = 0;
+  virtual void backward(const float* x, const float* y, float* dy, const float* kernel,
+                        const float* prepared, float* dkernel, float* dbias, float* dx, int n) = 0;
   // Takes over the 2x2 max pool (maxpool.h) that follows it if it can, before reserve(), and
   // returns whether it did: then forward's y is the pooled output (n, Ho/2, Wo/2, F), and
   // backward's y and dy are that and its gradient. The direct convolution does, so that its
@@ -37,11 +37,13 @@ class ConvAlgorithm {
 };
 
 // act: none or relu.
-std::unique_ptr<ConvAlgorithm> make_direct_conv(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act);
-std::unique_ptr<ConvAlgorithm> make_im2col_conv(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act);
+std::unique_ptr<ConvAlgorithm> make_direct_conv(Shape in, Shape out, int k, int pad_top,
+                                                int pad_left, Activation act);
+std::unique_ptr<ConvAlgorithm> make_im2col_conv(Shape in, Shape out, int k, int pad_top,
+                                                int pad_left, Activation act);
 // tile: m, 2 or 4. winograd_tile: the m whose tiles cover the output with the fewest GEMM rows.
-std::unique_ptr<ConvAlgorithm> make_winograd_conv(Shape in, Shape out, int pad_top, int pad_left, int tile,
-                                                  Activation act);
+std::unique_ptr<ConvAlgorithm> make_winograd_conv(Shape in, Shape out, int pad_top, int pad_left,
+                                                  int tile, Activation act);
 int winograd_tile(Shape out);
 
 // Which one, by measurement (bench/RESULTS.md, threads and the single-thread engine, and the
@@ -51,6 +53,7 @@ int winograd_tile(Shape out);
 // (Cin, F) GEMMs run near full speed; else im2col.
 constexpr int kDirectMaxDepth = 27;  // k * k * Cin
 constexpr int kWinogradMinChannels = 8;
-std::unique_ptr<ConvAlgorithm> make_conv_algorithm(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act);
+std::unique_ptr<ConvAlgorithm> make_conv_algorithm(Shape in, Shape out, int k, int pad_top,
+                                                   int pad_left, Activation act);
 
 }  // namespace pitrain

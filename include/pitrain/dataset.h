@@ -39,7 +39,8 @@ class Comm;
 // rows or classes (a stale copy on one Pi) would take another number of steps or another model,
 // and the ranks would wait in mismatched collectives. Collective: all ranks fail together,
 // naming the first rank whose copy differs.
-void check_same_dataset(Comm& comm, const std::string& path, const std::string& split, const RankSlice& slice);
+void check_same_dataset(Comm& comm, const std::string& path, const std::string& split,
+                        const RankSlice& slice);
 
 struct Batch {
   const float* x;    // (n, 28, 28, 1) in [0, 1]

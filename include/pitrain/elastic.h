@@ -14,7 +14,8 @@ namespace pitrain {
 struct Host {
   std::string name;
   int slots = 1;
-  std::string options;  // " max_slots=4 ...": the line's other options, kept for the launches' hostfiles
+  std::string
+      options;  // " max_slots=4 ...": the line's other options, kept for the launches' hostfiles
 };
 
 // A host name or address, optionally user@: letters, digits and . - _ : [ ] % @, not starting
@@ -36,13 +37,15 @@ pid_t spawn(const std::vector<std::string>& command, bool quiet);
 // The remote shell mpirun starts its daemons with: `--mca plm_rsh_agent X` in the mpirun
 // arguments, else OMPI_MCA_plm_rsh_agent, else ssh (in batch mode, with a connect timeout of
 // `timeout_seconds`), followed by plm_rsh_args (`-p 2222`), from the same places. Split into words.
-std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args, double timeout_seconds);
+std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args,
+                                      double timeout_seconds);
 
 // The host of each rank as mpirun places as many ranks as `hosts` have slots: in hostfile order,
 // each host's slots filled before the next (Open MPI's default, and --map-by slot, core,
 // socket, ...), or with --map-by node one rank a host in turn. Empty when mpirun_args place or
 // number the ranks another way (--map-by ppr, seq or dist, --rank-by, a rankfile, --npernode).
-std::vector<std::string> rank_hosts(const std::vector<Host>& hosts, const std::vector<std::string>& mpirun_args);
+std::vector<std::string> rank_hosts(const std::vector<Host>& hosts,
+                                    const std::vector<std::string>& mpirun_args);
 
 // Runs `SHELL -- HOST true` for every host at once; answered[i]: host i's command succeeded within
 // timeout_seconds. This machine (localhost, 127.*, its own name) answers without a probe.
@@ -53,8 +56,8 @@ struct ElasticOptions {
   std::string hostfile;
   int min_hosts = 1;
   int max_restarts = 3;
-  double probe_timeout = 3;            // seconds a host has to answer
-  double probe_every = 5;              // seconds between probes of lost hosts while the job runs
+  double probe_timeout = 3;  // seconds a host has to answer
+  double probe_every = 5;    // seconds between probes of lost hosts while the job runs
   std::string mpirun = "mpirun";
   std::vector<std::string> mpirun_args;  // extra arguments, before the program
   std::vector<std::string> train_args;   // "train" and its arguments

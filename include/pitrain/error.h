@@ -31,8 +31,10 @@ inline std::string failure_text(const std::exception& e) {
   if (dynamic_cast<const Error*>(&e)) return e.what();
   if (dynamic_cast<const std::bad_alloc*>(&e))
     return "out of memory (" + std::string(e.what()) +
-           "); use a smaller model or --batch-size, fewer ranks a node, or check the input files' sizes";
-  return "unexpected failure (" + std::string(e.what()) + "); this is a pitrain bug, please report it with the command line";
+           "); use a smaller model or --batch-size, fewer ranks a node, or check the input files' "
+           "sizes";
+  return "unexpected failure (" + std::string(e.what()) +
+         "); this is a pitrain bug, please report it with the command line";
 }
 
 }  // namespace pitrain

@@ -18,37 +18,37 @@ namespace pitrain {
 // What `pitrain train` was asked for; the command line checks the values (cli/train.cpp).
 struct TrainOptions {
   std::string data;
-  std::string model = "cnn";     // with resume: "" continues the checkpoint's; another model fails
+  std::string model = "cnn";  // with resume: "" continues the checkpoint's; another model fails
   std::string optimizer = "adam";
   int epochs = 1;
   int64_t steps_per_epoch = 0;  // 0: one pass over the largest rank slice
   int batch_size = 32;          // per rank
   float lr = 1e-3f;
-  float momentum = 0.0f;        // sgd only
+  float momentum = 0.0f;            // sgd only
   std::string lr_scaling = "none";  // lr_scale()'s rule, reached by a linear warm-up
   double warmup_epochs = 0;
   uint64_t seed = 0;
-  int threads = 0;              // 0: the node's cores / ranks on the node
-  std::string checkpoint;       // written every checkpoint_every epochs and at the end
+  int threads = 0;         // 0: the node's cores / ranks on the node
+  std::string checkpoint;  // written every checkpoint_every epochs and at the end
   int checkpoint_every = 1;
   int64_t checkpoint_every_steps = 0;  // also every this many steps (0: not by steps)
-  double checkpoint_seconds = 0;       // also when this long has passed since the last (0: not by time)
-  std::string progress_file;    // rank 0 rewrites it with the steps taken, up to 10 times a second
+  double checkpoint_seconds = 0;  // also when this long has passed since the last (0: not by time)
+  std::string progress_file;  // rank 0 rewrites it with the steps taken, up to 10 times a second
   std::string resume;
   std::string log_csv;
   bool json = false;
-  int expect_ranks = 0;         // fail fast unless started as this many ranks (0: any)
-  double stall_timeout = 300;   // seconds a step may take before the job is ended (0: never)
-  SyncOptions sync;             // per-step gradient averaging unless told otherwise
-  bool sync_auto = false;       // measure the link and a step, then choose `sync` (sync.h)
+  int expect_ranks = 0;        // fail fast unless started as this many ranks (0: any)
+  double stall_timeout = 300;  // seconds a step may take before the job is ended (0: never)
+  SyncOptions sync;            // per-step gradient averaging unless told otherwise
+  bool sync_auto = false;      // measure the link and a step, then choose `sync` (sync.h)
 };
 
 struct EpochResult {
   int epoch = 0;
   double loss = 0, accuracy = 0, val_loss = 0, val_accuracy = 0;
   double seconds = 0, mpi_seconds = 0;
-  int64_t steps = 0;       // run in this epoch (fewer after a resume mid-epoch)
-  int64_t bytes_sent = 0;  // by this rank, to collectives
+  int64_t steps = 0;        // run in this epoch (fewer after a resume mid-epoch)
+  int64_t bytes_sent = 0;   // by this rank, to collectives
   int64_t collectives = 0;  // allreduces this rank started
   int sync_every = 1;       // steps between the ranks' meetings at the epoch's end
 };
@@ -69,8 +69,8 @@ struct StepResult {
 // beside_update (fit's: the next batch's loading; x and y are spent by then) runs on a worker
 // during the update where the calling thread updates alone and the cores are not crowded, else
 // after the step; it must not use the pool or the model.
-StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x, const int32_t* y,
-                      int n, float lr, const Context& ctx, int64_t step,
+StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x,
+                      const int32_t* y, int n, float lr, const Context& ctx, int64_t step,
                       const std::function<void()>& beside_update = nullptr);
 
 // Trains as the options say; rank 0 prints progress to `out`.

@@ -29,7 +29,8 @@ class StopSignals {
 // and, for local SGD that adapts its rounds, how long the rank that waited longest waited for its
 // last round.
 constexpr int kSaveVote = 1;
-constexpr int kNotTimed = -1;  // round_wait of a vote when no round was timed (the same on every rank)
+constexpr int kNotTimed =
+    -1;  // round_wait of a vote when no round was timed (the same on every rank)
 struct Vote {
   int signal = 0;      // 0, kSaveVote, SIGINT or SIGTERM: the largest wins
   int round_wait = 0;  // per mille of the last round's time spent waiting for it: the largest wins
@@ -49,7 +50,7 @@ class StopVote {
  private:
   Comm& comm_;
   MPI_Comm votes_ = MPI_COMM_NULL;  // comm_'s ranks; MPI_COMM_NULL on one rank
-  int vote_[2] = {0, 0};  // signal, round_wait
+  int vote_[2] = {0, 0};            // signal, round_wait
   MPI_Request request_ = MPI_REQUEST_NULL;
 };
 

@@ -27,12 +27,28 @@ class Handle {
   Closer close_ = nullptr;
 };
 
-template <class T> hid_t native_type();
-template <> inline hid_t native_type<uint8_t>() { return H5T_NATIVE_UINT8; }
-template <> inline hid_t native_type<int32_t>() { return H5T_NATIVE_INT32; }
-template <> inline hid_t native_type<int64_t>() { return H5T_NATIVE_INT64; }
-template <> inline hid_t native_type<float>() { return H5T_NATIVE_FLOAT; }
-template <> inline hid_t native_type<double>() { return H5T_NATIVE_DOUBLE; }
+template <class T>
+hid_t native_type();
+template <>
+inline hid_t native_type<uint8_t>() {
+  return H5T_NATIVE_UINT8;
+}
+template <>
+inline hid_t native_type<int32_t>() {
+  return H5T_NATIVE_INT32;
+}
+template <>
+inline hid_t native_type<int64_t>() {
+  return H5T_NATIVE_INT64;
+}
+template <>
+inline hid_t native_type<float>() {
+  return H5T_NATIVE_FLOAT;
+}
+template <>
+inline hid_t native_type<double>() {
+  return H5T_NATIVE_DOUBLE;
+}
 
 // "(2,27,28)", "(3,)": a shape as Python prints it, for messages.
 std::string dims_text(const std::vector<hsize_t>& dims);
@@ -50,7 +66,8 @@ class File {
   template <class T>
   void write(const std::string& name, const std::vector<hsize_t>& dims, const T* data);
   bool exists(const std::string& name) const;
-  std::vector<std::string> members(const std::string& group) const;  // names in a group; none if absent
+  std::vector<std::string> members(
+      const std::string& group) const;  // names in a group; none if absent
   std::vector<hsize_t> shape(const std::string& name) const;
   H5T_class_t type_class(const std::string& name) const;
   size_t type_size(const std::string& name) const;
@@ -65,15 +82,18 @@ class File {
 
   // Attributes of the group or dataset `object` (the root group unless given), which must exist.
   void set_attr(const std::string& name, const std::string& value, const std::string& object = "/");
-  void set_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object = "/");
+  void set_attr(const std::string& name, const std::vector<std::string>& values,
+                const std::string& object = "/");
   void set_attr(const std::string& name, double value);
   // Fixed-length ASCII strings, as h5py stores numpy bytes: what Keras writes, and what every
   // Keras version reads (older ones call .decode() on each value, which h5py gives only to bytes).
   void set_bytes_attr(const std::string& name, const std::string& value, const std::string& object);
-  void set_bytes_attr(const std::string& name, const std::vector<std::string>& values, const std::string& object);
+  void set_bytes_attr(const std::string& name, const std::vector<std::string>& values,
+                      const std::string& object);
   bool has_attr(const std::string& name, const std::string& object = "/") const;
   std::string attr_string(const std::string& name, const std::string& object = "/") const;
-  std::vector<std::string> attr_strings(const std::string& name, const std::string& object = "/") const;
+  std::vector<std::string> attr_strings(const std::string& name,
+                                        const std::string& object = "/") const;
   double attr_double(const std::string& name) const;
 
   // Pushes everything written so far to the file (before an fsync and rename).
@@ -84,7 +104,8 @@ class File {
   Handle open_dataset(const std::string& name) const;
   Handle open_attr(const std::string& name, const std::string& object) const;
   void check_stored(const std::string& name, hid_t ds) const;
-  uint64_t points(hid_t space, const std::string& what) const;  // its element count; Error naming `what`
+  uint64_t points(hid_t space,
+                  const std::string& what) const;  // its element count; Error naming `what`
   Handle h_;
   std::string path_;
 };

@@ -13,7 +13,9 @@ namespace pitrain {
 // The one definition of the input size: every reader, the dataset file and the model use it.
 constexpr int kImageSide = 28;
 constexpr int kImagePixels = kImageSide * kImageSide;
-inline std::string image_size_text() { return std::to_string(kImageSide) + "x" + std::to_string(kImageSide); }
+inline std::string image_size_text() {
+  return std::to_string(kImageSide) + "x" + std::to_string(kImageSide);
+}
 inline std::string image_rows_shape_text() {  // "(N,28,28)"
   return "(N," + std::to_string(kImageSide) + "," + std::to_string(kImageSide) + ")";
 }
@@ -32,9 +34,12 @@ struct RowLayout {
 // A header's parser: the layout that the first bytes of a file (its head: 64 KB, or the whole file
 // if shorter) declare, or an Error naming the file and what is wrong.
 using LayoutOf = RowLayout (*)(const std::string& name, const std::vector<uint8_t>& head);
-RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& head);  // (N,784) or (N,28,28) uint8
-RowLayout idx_image_layout(const std::string& name, const std::vector<uint8_t>& head);  // (N,28,28) ubyte
-RowLayout idx_label_layout(const std::string& name, const std::vector<uint8_t>& head);  // (N,) ubyte
+RowLayout npy_image_layout(const std::string& name,
+                           const std::vector<uint8_t>& head);  // (N,784) or (N,28,28) uint8
+RowLayout idx_image_layout(const std::string& name,
+                           const std::vector<uint8_t>& head);  // (N,28,28) ubyte
+RowLayout idx_label_layout(const std::string& name,
+                           const std::vector<uint8_t>& head);  // (N,) ubyte
 
 // The rows of a file, gzip-compressed or plain (zlib reads plain files as they are), or of bytes in
 // memory, a few at a time: what is held is what the caller reads, whatever the header declares.
@@ -43,9 +48,11 @@ RowLayout idx_label_layout(const std::string& name, const std::vector<uint8_t>& 
 class ArrayRows {
  public:
   ArrayRows(const std::string& path, LayoutOf layout);
-  ArrayRows(const std::string& name, std::vector<uint8_t> bytes, LayoutOf layout);  // `name` only for messages
+  ArrayRows(const std::string& name, std::vector<uint8_t> bytes,
+            LayoutOf layout);  // `name` only for messages
   int64_t rows() const { return layout_.rows; }
-  // Appends the next rows, at most `max_rows` of them, to `out`; returns how many (0 after the last).
+  // Appends the next rows, at most `max_rows` of them, to `out`; returns how many (0 after the
+  // last).
   int64_t read(int64_t max_rows, std::vector<uint8_t>& out);
   // Every row not read yet, once their declared size is known to fit in memory.
   std::vector<uint8_t> read_rest();
@@ -55,7 +62,8 @@ class ArrayRows {
   size_t pull(uint8_t* to, size_t n);  // up to n bytes: the buffer's first, then the file's
   void check_end();                    // after the last row: nothing more
   std::string name_;
-  std::unique_ptr<gzFile_s, int (*)(gzFile_s*)> file_{nullptr, nullptr};  // null: bytes in memory only
+  std::unique_ptr<gzFile_s, int (*)(gzFile_s*)> file_{nullptr,
+                                                      nullptr};  // null: bytes in memory only
   std::vector<uint8_t> buffer_;  // the head (or the bytes in memory), read from buffer_at_ on
   size_t buffer_at_ = 0;
   RowLayout layout_;

@@ -14,7 +14,8 @@ namespace pitrain {
 constexpr const char* kKerasVersion = "2.15.0";
 constexpr const char* kKerasBackend = "tensorflow";
 
-// A weight's path in Keras: "conv2d_1/kernel" (TensorFlow.js' name; TensorFlow's variable adds ":0").
+// A weight's path in Keras: "conv2d_1/kernel" (TensorFlow.js' name; TensorFlow's variable adds
+// ":0").
 std::string keras_weight_path(const std::string& layer_name, const ParamView& p);
 
 // Dense's and Conv2D's shared config tail: use_bias, Keras' default initializers (ours,

@@ -19,7 +19,11 @@ struct Shape {
   bool operator==(const Shape& o) const { return h == o.h && w == o.w && c == o.c; }
 };
 
-enum class Activation { none, relu, softmax };  // softmax: only on the last layer, folded into the loss
+enum class Activation {
+  none,
+  relu,
+  softmax
+};  // softmax: only on the last layer, folded into the loss
 
 class ThreadPool;
 
@@ -58,10 +62,13 @@ class Layer {
   virtual std::vector<ParamView> params() const { return {}; }  // offsets relative to the layer
   int64_t num_params() const;
   // Weights a layer derives from its parameters for forward and backward (Winograd's
-  // transformed kernel, a narrow Dense's padded and transposed one): prepared_floats() of them, made by forward into the `prepared` buffer
-  // of bind() unless its Context says they are made already.
+  // transformed kernel, a narrow Dense's padded and transposed one): prepared_floats() of them,
+  // made by forward into the `prepared` buffer of bind() unless its Context says they are made
+  // already.
   virtual int64_t prepared_floats() const { return 0; }
-  void bind(float* params, float* grads, float* prepared = nullptr) { w_ = params, dw_ = grads, prepared_ = prepared; }
+  void bind(float* params, float* grads, float* prepared = nullptr) {
+    w_ = params, dw_ = grads, prepared_ = prepared;
+  }
   void bind_grads(float* grads) { dw_ = grads; }
   virtual void init_params(uint64_t) {}
   // Sizes batch-dependent scratch (im2col, masks); never called in the per-batch path.

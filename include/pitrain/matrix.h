@@ -17,20 +17,22 @@ using ConstMatrixView = Eigen::Map<const RowMatrix>;
 
 // Row-major C (m, n) = op(A) op(B), op(A) (m, k), op(B) (k, n); op transposes when its flag is
 // set. C is overwritten, so it needs no zeroing pass.
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c);
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+          float* c);
 // C += alpha op(A) op(B), C as it is (a residual less a projection, without a pass of its own).
-void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b, float* c);
+void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+              const float* b, float* c);
 // gemm() on blocks of larger row-major matrices: lda, ldb and ldc are the row strides of A, B
 // and C as stored (A is stored (k, m) when transposed).
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-          int ldc);
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b,
+          int ldb, float* c, int ldc);
 // C (m, n) = A (m, k) B (k, n) with nothing packed, for products too small for packing to pay
-// (Winograd's per-position matrices, a narrow Dense's): A's element (i, p) at a[i * a_row + p * a_col], so A may
-// be read transposed; B and C row-major with row strides ldb and ldc. In AVX-512 or AVX2 where
-// gemm() runs Eigen's kernels built for them, else in 4-float vectors (SSE2, NEON;
+// (Winograd's per-position matrices, a narrow Dense's): A's element (i, p) at a[i * a_row + p *
+// a_col], so A may be read transposed; B and C row-major with row strides ldb and ldc. In AVX-512
+// or AVX2 where gemm() runs Eigen's kernels built for them, else in 4-float vectors (SSE2, NEON;
 // gemm_unpacked.h).
-void gemm_unpacked(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c,
-                   int64_t ldc);
+void gemm_unpacked(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col,
+                   const float* b, int64_t ldb, float* c, int64_t ldc);
 
 // Threads of each GEMM call (OpenBLAS', or Eigen's OpenMP with -Dblas=eigen; the AVX-512 and
 // AVX2 kernels always run on the calling thread), and which GEMM this build uses.

@@ -21,7 +21,8 @@ template <class T>
 T checked_mul(T a, T b, const std::string& what) {
   T product;
   if (__builtin_mul_overflow(a, b, &product))
-    throw Error(what + ": " + std::to_string(a) + " x " + std::to_string(b) + " overflows a " + std::to_string(8 * sizeof(T)) +
+    throw Error(what + ": " + std::to_string(a) + " x " + std::to_string(b) + " overflows a " +
+                std::to_string(8 * sizeof(T)) +
                 "-bit count (a damaged or hostile file); check the file");
   return product;
 }

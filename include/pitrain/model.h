@@ -14,7 +14,8 @@ namespace pitrain {
 // What the first layer sees: a prepared image, one grey channel.
 constexpr Shape kInputShape{kImageSide, kImageSide, 1};
 
-// Built-in models, by name; anything else is read as a layer list (see docs/data.md, "Model specs").
+// Built-in models, by name; anything else is read as a layer list (see docs/data.md, "Model
+// specs").
 std::string expand_model_spec(const std::string& name_or_spec);
 
 // Keras' names of a model's layers: conv2d, conv2d_1, dense, ... (checkpoint group names).
@@ -28,8 +29,8 @@ int64_t activation_floats(const std::vector<std::unique_ptr<Layer>>& layers);
 // A UsageError "WHAT needs X GB a rank, ...; FIX" (check_fits_memory) unless a model of these
 // layers fits in memory with `batch` rows run at once: 16 bytes a parameter (weights, gradients,
 // Adam's two moments) and the batch's activations. From the layers' shapes: nothing is allocated.
-void check_model_fits_memory(const std::vector<std::unique_ptr<Layer>>& layers, int64_t batch, const std::string& what,
-                             const std::string& fix);
+void check_model_fits_memory(const std::vector<std::unique_ptr<Layer>>& layers, int64_t batch,
+                             const std::string& what, const std::string& fix);
 
 struct LossStats {
   double loss_sum = 0;  // summed over samples
@@ -56,7 +57,9 @@ class Model {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   std::vector<std::string> layer_names() const { return keras_layer_names(layers_); }
   int64_t param_offset(size_t layer) const { return offsets_[layer]; }
-  bool fused(size_t layer) const { return fused_[layer]; }  // does layer + 1's work too (Layer::fuse_next)
+  bool fused(size_t layer) const {
+    return fused_[layer];
+  }  // does layer + 1's work too (Layer::fuse_next)
   int64_t num_params() const { return num_params_; }
   int64_t forward_flops() const;  // per sample
   int64_t activation_floats() const { return pitrain::activation_floats(layers_); }
@@ -106,8 +109,8 @@ class Model {
 
 // Softmax cross-entropy with integer labels, numerically stable (max subtracted).
 // dlogits (optional) = (softmax - onehot) * grad_scale; use 1/n for the mean loss.
-LossStats softmax_cross_entropy(const float* logits, const int32_t* labels, int n, int classes, float* dlogits,
-                                float grad_scale);
+LossStats softmax_cross_entropy(const float* logits, const int32_t* labels, int n, int classes,
+                                float* dlogits, float grad_scale);
 // Logits to probabilities in place, row by row.
 void softmax_rows(float* logits, int n, int classes);
 

@@ -44,7 +44,9 @@ class Adam : public Optimizer {
  public:
   explicit Adam(int64_t n, float beta1 = 0.9f, float beta2 = 0.999f, float epsilon = 1e-7f);
   std::string name() const override { return "adam"; }
-  std::vector<std::pair<std::string, std::vector<float>*>> state() override { return {{"m", &m_}, {"v", &v_}}; }
+  std::vector<std::pair<std::string, std::vector<float>*>> state() override {
+    return {{"m", &m_}, {"v", &v_}};
+  }
 
  private:
   void begin_step(float lr) override;
@@ -60,7 +62,9 @@ class Sgd : public Optimizer {
   Sgd(int64_t n, float momentum);
   std::string name() const override { return "sgd"; }
   // Linear in the gradient: the mean of the steps is the step of the mean, whatever the noise.
-  std::vector<std::pair<std::string, std::vector<float>*>> state() override { return {{"velocity", &velocity_}}; }
+  std::vector<std::pair<std::string, std::vector<float>*>> state() override {
+    return {{"velocity", &velocity_}};
+  }
 
  private:
   void begin_step(float lr) override { lr_ = lr; }

@@ -34,7 +34,8 @@ class TrainReport {
   void update(int64_t step, double loss, double accuracy, double seconds, double mpi_share);
   void end_epoch(const EpochResult& r);  // the epoch's line and CSV row
   // On stdout, or with --json on stderr (stdout holds the JSON line alone).
-  void stopped(const char* signal, int64_t step, int epoch, int64_t epoch_step, const std::string& checkpoint);
+  void stopped(const char* signal, int64_t step, int epoch, int64_t epoch_step,
+               const std::string& checkpoint);
   void finish(int64_t epoch, int64_t step, double wall_seconds);  // "saved ..." or the JSON line
 
  private:
@@ -53,14 +54,13 @@ class TrainReport {
 };
 
 // For `pitrain elastic` (--progress-file): rank 0 rewrites the file with the steps taken, at
-// the first step and then at most ten times a second (some 50 us each), through a temporary file and a rename, so a
-// reader never sees half a number. A write that fails is tried again later: the file
-// is for watching the run, never a reason to stop it.
-// The same channel runs back: once FILE.stop exists (elastic makes it to take a host back or on
-// Ctrl-C), stop_requested() is true and rank 0 votes for a stop with a checkpoint, as on
-// SIGTERM. mpirun's own signal forwarding is no substitute: with a grace period long enough
-// for the checkpoint, mpirun waits all of it even after the ranks are gone. The stall
-// watchdog writes FILE.stalled (StallWatchdog).
+// the first step and then at most ten times a second (some 50 us each), through a temporary file
+// and a rename, so a reader never sees half a number. A write that fails is tried again later: the
+// file is for watching the run, never a reason to stop it. The same channel runs back: once
+// FILE.stop exists (elastic makes it to take a host back or on Ctrl-C), stop_requested() is true
+// and rank 0 votes for a stop with a checkpoint, as on SIGTERM. mpirun's own signal forwarding is
+// no substitute: with a grace period long enough for the checkpoint, mpirun waits all of it even
+// after the ranks are gone. The stall watchdog writes FILE.stalled (StallWatchdog).
 class ProgressFile {
  public:
   explicit ProgressFile(std::string path) : path_(std::move(path)) {}

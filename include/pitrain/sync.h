@@ -18,8 +18,8 @@
 namespace pitrain {
 
 struct SyncOptions {
-  int sync_every = 1;        // K: 1 averages gradients every step; K > 1 is local SGD
-  int64_t sync_warmup = 0;   // steps of per-step gradient averaging before local SGD starts
+  int sync_every = 1;       // K: 1 averages gradients every step; K > 1 is local SGD
+  int64_t sync_warmup = 0;  // steps of per-step gradient averaging before local SGD starts
   WireType wire = WireType::fp32;
   bool error_feedback = false;  // carry what 16-, 8- or 4-bit rounding drops into the next step
   int powersgd_rank = 16;
@@ -87,7 +87,8 @@ class SyncStrategy {
   // Per mille of this rank's last round spent waiting for it to finish, for the vote (then
   // kNotTimed until the next round is timed).
   virtual int take_round_wait() { return kNotTimed; }
-  // The largest take_round_wait() of the previous vote, read at `step`: where a strategy may change K.
+  // The largest take_round_wait() of the previous vote, read at `step`: where a strategy may change
+  // K.
   virtual void pace(int64_t, int) {}
 
  private:
@@ -97,7 +98,8 @@ class SyncStrategy {
 // Per-step averaging of the gradients over the wire format. Local SGD uses it for its warm-up.
 class PerStepSync : public SyncStrategy {
  public:
-  PerStepSync(Comm& comm, int64_t n_params, const SyncOptions& opts, const std::vector<WireMatrix>& matrices);
+  PerStepSync(Comm& comm, int64_t n_params, const SyncOptions& opts,
+              const std::vector<WireMatrix>& matrices);
   void gradients_ready(float* grads, int64_t lo, int64_t step) override;
   bool reduce_gradients(float* grads, int64_t step, Optimizer& opt) override;
   void after_update(float*, int64_t) override {}
@@ -107,8 +109,8 @@ class PerStepSync : public SyncStrategy {
 
  private:
   std::unique_ptr<WireAverage> wire_;
-  int64_t bucket_ = 0;          // floats a bucket with overlap; 0: one allreduce after backward
-  int64_t started_down_to_;     // gradients [started_down_to_, n) are in flight
+  int64_t bucket_ = 0;       // floats a bucket with overlap; 0: one allreduce after backward
+  int64_t started_down_to_;  // gradients [started_down_to_, n) are in flight
 };
 
 // A slow round kept a rank waiting over a fifth of its time (per mille). Overlapped rounds every
@@ -136,19 +138,23 @@ class RoundPace {
 // The strategy the options ask for, given the parameters every rank starts from and the 2-D
 // weights among them (which PowerSGD compresses).
 std::unique_ptr<SyncStrategy> make_sync_strategy(Comm& comm, const float* params, int64_t n_params,
-                                                 const SyncOptions& opts, const std::vector<WireMatrix>& matrices = {});
+                                                 const SyncOptions& opts,
+                                                 const std::vector<WireMatrix>& matrices = {});
 
 // --sync auto. The link as an allreduce sees it: a fixed cost a call and a cost a byte.
 struct LinkTiming {
   double latency = 0;           // seconds: a blocking allreduce of one number
   double seconds_per_byte = 0;  // beyond that, a byte handed to the allreduce
-  double allreduce_seconds(int64_t bytes, int calls) const { return calls * latency + double(bytes) * seconds_per_byte; }
+  double allreduce_seconds(int64_t bytes, int calls) const {
+    return calls * latency + double(bytes) * seconds_per_byte;
+  }
 };
 
 struct SyncChoice {
   SyncOptions opts;
   std::string why;        // for the banner: what was measured and why this was chosen
-  std::string allreduce;  // the rounds' allreduce as timed and chosen: "rabenseifner" or "binomial"; "" not chosen
+  std::string allreduce;  // the rounds' allreduce as timed and chosen: "rabenseifner" or
+                          // "binomial"; "" not chosen
 };
 
 // The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,
@@ -162,8 +168,8 @@ struct SyncChoice {
 // as a blocking round; else the most frugal. Overlapped bf16 and int8 rounds may then double K
 // during the run, up to 32 (max_sync_every). A pure function: every rank that passes the same
 // figures gets the same choice.
-SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link, int64_t n_params,
-                       const std::vector<WireMatrix>& matrices);
+SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link,
+                       int64_t n_params, const std::vector<WireMatrix>& matrices);
 // Times allreduces of one float and of 64 KB (collective), agrees with the other ranks on the
 // slowest figures and on the slowest step_seconds, and chooses.
 SyncChoice auto_sync(Comm& comm, const SyncOptions& given, double step_seconds, int64_t n_params,

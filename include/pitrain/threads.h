@@ -19,21 +19,23 @@ namespace pitrain {
 
 // Jobs are lists of items that the calling thread and the woken workers take as they come
 // free, each thread its own item first (item t is thread t's, the caller's 0, which only it
-// runs: a job cut the same way every step finds its data in the same core's cache). A worker the OS holds back (a busy
-// core) finds the items gone, its own too, and is not waited for, so a job is never much slower
-// than the calling thread doing it alone. Between jobs a thread
-// polls, then sleeps: an idle pool takes no core from MPI or from other processes. It polls
-// kFreePollMicros while the cores are free, so that a step's jobs, which come back to back,
-// find the workers awake (a futex wake-up costs ~100 us on a VM), and kSpinMicros while they
-// are crowded (a worker waits for a core over an eighth of the time it runs: another process
-// needs them); then element-wise jobs stay on the calling thread, as a woken worker that the
-// OS holds back inside a range would keep the job waiting.
-// Whether the pool's cores count as crowded: as worker 1 measures them, or (tests) as set.
+// runs: a job cut the same way every step finds its data in the same core's cache). A worker the OS
+// holds back (a busy core) finds the items gone, its own too, and is not waited for, so a job is
+// never much slower than the calling thread doing it alone. Between jobs a thread polls, then
+// sleeps: an idle pool takes no core from MPI or from other processes. It polls kFreePollMicros
+// while the cores are free, so that a step's jobs, which come back to back, find the workers awake
+// (a futex wake-up costs ~100 us on a VM), and kSpinMicros while they are crowded (a worker waits
+// for a core over an eighth of the time it runs: another process needs them); then element-wise
+// jobs stay on the calling thread, as a woken worker that the OS holds back inside a range would
+// keep the job waiting. Whether the pool's cores count as crowded: as worker 1 measures them, or
+// (tests) as set.
 enum class Cores { measured, free, crowded };
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads, Cores cores = Cores::measured);  // the calling thread is one: threads - 1 are started
+  explicit ThreadPool(
+      int threads,
+      Cores cores = Cores::measured);  // the calling thread is one: threads - 1 are started
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -52,7 +54,8 @@ class ThreadPool {
   // the pool has one posted job at a time).
   void withdraw_posted();
   // job(lo, hi) over [0, n) cut into ranges(n, grain) contiguous ranges.
-  void run_ranges(int64_t n, const std::function<void(int64_t lo, int64_t hi)>& job, int64_t grain = kRangeGrain);
+  void run_ranges(int64_t n, const std::function<void(int64_t lo, int64_t hi)>& job,
+                  int64_t grain = kRangeGrain);
   // Up to size() ranges of at least `grain` (element-wise work: below that a range costs less
   // than handing it to another thread), one while the cores are crowded.
   int ranges(int64_t n, int64_t grain = kRangeGrain) const;
@@ -74,12 +77,12 @@ class ThreadPool {
   std::condition_variable start_, done_, posted_done_;
   const std::function<void(int, int)>* job_ = nullptr;
   const std::function<void(int)>* posted_ = nullptr;  // the job of this generation, if posted
-  int in_posted_ = 0;                                  // workers inside a posted job
+  int in_posted_ = 0;                                 // workers inside a posted job
   int items_ = 0;
-  std::atomic<int> next_{0};    // the next item to take beyond the threads' own
+  std::atomic<int> next_{0};                   // the next item to take beyond the threads' own
   std::vector<std::atomic<bool>> home_taken_;  // (threads) whether item t was taken
-  std::atomic<int> active_{0};  // workers inside the current job
-  bool open_ = false;           // workers may still join the current job
+  std::atomic<int> active_{0};                 // workers inside the current job
+  bool open_ = false;                          // workers may still join the current job
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
   // As worker 1 last measured; free before it has (5 ms after its first job) and without workers.
@@ -182,22 +185,26 @@ class ThreadedModel {
   // threads, chain by chain (a chain's shares in order, on one thread; chain: its first share),
   // each on the scratch of the thread that runs it; prepared: whether an earlier share of the
   // batch on that thread made the scratch's prepared weights.
-  using Share = std::function<void(Model& scratch, int s, int chain, int first, int rows, bool prepared)>;
+  using Share =
+      std::function<void(Model& scratch, int s, int chain, int first, int rows, bool prepared)>;
   void for_each_share(int n, const Share& share);
-  void add_scratch(int count);    // the threads' scratch, gradient buffers for `count` shares
+  void add_scratch(int count);  // the threads' scratch, gradient buffers for `count` shares
   // Share s of `count` of n rows: its first row.
-  static int first_row(int n, int count, int s) { return int(int64_t(n) * s / count); }  // n s passes 2^31 at large batches
+  static int first_row(int n, int count, int s) {
+    return int(int64_t(n) * s / count);
+  }  // n s passes 2^31 at large batches
   // Gradients of share s on `scratch`, into where it is bound, from the batch's rows x, y
   // and context (first_row, batch_rows and prepared set here).
-  LossStats share_forward_backward(Model& scratch, const float* x, const int32_t* y, int n, int count, int s,
-                                   const Context& ctx, bool prepared);
+  LossStats share_forward_backward(Model& scratch, const float* x, const int32_t* y, int n,
+                                   int count, int s, const Context& ctx, bool prepared);
   // dst = a + b (n floats), or a where b is null, for another thread to read: written past the
   // writer's cache.
   static void write_for_another_core(const float* a, const float* b, float* dst, int64_t n);
-  LossStats sum_stats(int count) const;      // of the last batch's `count` shares
+  LossStats sum_stats(int count) const;       // of the last batch's `count` shares
   void add_share_to_chain(int s, int chain);  // the chain's buffer += share s's
-  void add_chain_sums(int n);                 // chain_sums_ for a batch of n rows, where it needs them
-  void write_chain_sum(int s, int chain);     // chain_sums_ of chain (1..) = its buffer + its last share s's
+  void add_chain_sums(int n);  // chain_sums_ for a batch of n rows, where it needs them
+  void write_chain_sum(int s,
+                       int chain);  // chain_sums_ of chain (1..) = its buffer + its last share s's
   // Share 0's buffer += the other chains' sums, in chain order: each in its first share's
   // buffer, or written out to chain_sums_.
   enum class ChainSums { in_chain_buffers, written_out };
@@ -206,21 +213,24 @@ class ThreadedModel {
   LossStats forward_backward_crowded(const float* x, const int32_t* y, int n, const Context& ctx);
   void worker_backups(int worker);
   void add_backup_scratch(int count);
-  struct Backup {  // a worker's result for a share
+  struct Backup {              // a worker's result for a share
     std::vector<float> grads;  // (num_params)
     LossStats stats;
   };
   Backup& backup(int worker, int s) { return backups_[size_t((worker - 1) * backup_shares_ + s)]; }
   std::vector<Slot> slots_;  // (threads): one more than the workers
-  std::atomic<uint64_t> open_batch_{0};  // the crowded batch whose shares may start: batch << 16 | slot; 0: none
+  std::atomic<uint64_t> open_batch_{
+      0};  // the crowded batch whose shares may start: batch << 16 | slot; 0: none
   std::unique_ptr<std::atomic<int>[]> reading_;  // (threads) the slot each worker reads, or -1
-  // (backup_shares_) the last batch a share was claimed in; and done in by a worker: batch << 16 | worker
+  // (backup_shares_) the last batch a share was claimed in; and done in by a worker: batch << 16 |
+  // worker
   std::unique_ptr<std::atomic<uint64_t>[]> share_claimed_, share_done_;
   int backup_shares_ = 0;
   std::vector<Backup> backups_;  // (workers x backup_shares_)
-  const std::function<void(int)> backup_job_{[this](int worker) { worker_backups(worker); }};  // as posted
+  const std::function<void(int)> backup_job_{
+      [this](int worker) { worker_backups(worker); }};  // as posted
   uint64_t worker_shares_ = 0;
-  std::vector<Model> copies_;     // threads 1..: the model's layers with their own scratch
+  std::vector<Model> copies_;  // threads 1..: the model's layers with their own scratch
   // What threads 1.. read as the model's parameters where workers_copy_weights: a copy that the
   // calling thread writes before each batch that runs on them, so that it alone reads the
   // weights and can update them (pool_for_update) without taking their lines back from the
@@ -235,11 +245,14 @@ class ThreadedModel {
   std::vector<std::vector<float>> chain_sums_;
   std::vector<LossStats> stats_;  // of each share of the last batch
   uint64_t batches_ = 0;          // batches so far
-  std::vector<uint64_t> prepared_batch_;  // (threads) the batch each thread's prepared weights are of
+  std::vector<uint64_t>
+      prepared_batch_;              // (threads) the batch each thread's prepared weights are of
   double flops_per_row_per_param_;  // training FLOPs (3x forward) of one row, per parameter
   double bytes_per_row_;            // activations of one row (Model::activation_floats)
   Model& of_thread(int t) { return t == 0 ? model_ : copies_[size_t(t - 1)]; }
-  float* grads_of_share(int s) { return s == 0 ? model_.grads().data() : share_grads_[size_t(s - 1)].data(); }
+  float* grads_of_share(int s) {
+    return s == 0 ? model_.grads().data() : share_grads_[size_t(s - 1)].data();
+  }
 };
 
 // By measurement (bench/RESULTS.md, threads): mlp at batch 32 (190 FLOPs per parameter) was

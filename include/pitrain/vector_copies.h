@@ -6,8 +6,9 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #if defined(__x86_64__)
 // x86-64-v3 is AVX2 with FMA, v4 AVX-512.
-#define PITRAIN_VECTOR_COPIES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("fp-contract=fast")))
+#define PITRAIN_VECTOR_COPIES                                                  \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), \
+                 optimize("fp-contract=fast")))
 // Without contraction into FMA, so that every copy gives the same bits.
 #define PITRAIN_VECTOR_COPIES_SAME_BITS \
   __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))

@@ -65,7 +65,9 @@ class WireAverage {
   // agreement sends them whole), or are kept elsewhere (local SGD's rounds: in the rank's model).
   void clear_residual() { std::fill(residual_.begin(), residual_.end(), 0.0f); }
   // The residual becomes values (n): what was kept elsewhere comes back.
-  void return_residual(const float* values) { std::copy(values, values + residual_.size(), residual_.begin()); }
+  void return_residual(const float* values) {
+    std::copy(values, values + residual_.size(), residual_.begin());
+  }
 
  protected:
   // Puts (values[lo, hi) plus the residual) x scale in the send buffer and starts their sum.
@@ -99,7 +101,8 @@ class BlockSum {
 constexpr int64_t kInt4BlockValues = 64;  // values[64 k, 64 (k + 1)) share a scale
 std::unique_ptr<BlockSum> make_int4_sum(int64_t max_count);
 
-std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n, const WireOptions& opts);
+std::unique_ptr<WireAverage> make_wire_average(WireType wire, Comm& comm, int64_t n,
+                                               const WireOptions& opts);
 // Bytes a rank hands to the allreduces of one average of all n values.
 int64_t wire_bytes(WireType wire, int64_t n, const WireOptions& opts);
 

@@ -13,16 +13,19 @@ namespace pitrain::cli {
 
 int evaluate(int argc, char** argv, Comm& comm) {
   std::string model_path, data_path, split;
-  cxxopts::Options options =
-      command_options("evaluate", "Loss, accuracy, per-class accuracy and confusion matrix of a checkpoint on a dataset");
-  options.add_options()
-    ("model", "Checkpoint from `pitrain train --checkpoint` (required; rank 0 alone reads it)", cxxopts::value(model_path),
-     "FILE")
-    ("data", "Dataset from `pitrain prepare`, of the checkpoint's classes (required)", cxxopts::value(data_path), "FILE")
-    ("split", "train or val", cxxopts::value(split)->default_value("val"), "NAME");
+  cxxopts::Options options = command_options(
+      "evaluate",
+      "Loss, accuracy, per-class accuracy and confusion matrix of a checkpoint on a dataset");
+  options.add_options()(
+      "model", "Checkpoint from `pitrain train --checkpoint` (required; rank 0 alone reads it)",
+      cxxopts::value(model_path),
+      "FILE")("data", "Dataset from `pitrain prepare`, of the checkpoint's classes (required)",
+              cxxopts::value(data_path),
+              "FILE")("split", "train or val", cxxopts::value(split)->default_value("val"), "NAME");
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
-  require(!model_path.empty() && !data_path.empty(), "evaluate: --model FILE.h5 and --data FILE.h5 are required");
+  require(!model_path.empty() && !data_path.empty(),
+          "evaluate: --model FILE.h5 and --data FILE.h5 are required");
   require(split == "train" || split == "val", "evaluate: --split must be train or val");
   // Only rank 0 reads the checkpoint, as training writes it: on Pis it is on rank 0's disk alone.
   std::optional<Checkpoint> ckpt;
@@ -33,7 +36,9 @@ int evaluate(int argc, char** argv, Comm& comm) {
     if (comm.rank() != 0) return;
     ckpt.emplace(load_checkpoint(model_path, kEvalBatch));
     if (slice.class_names != ckpt->class_names)
-      throw Error(data_path + ": class_names differ from the checkpoint's; evaluate on data of the same classes");
+      throw Error(
+          data_path +
+          ": class_names differ from the checkpoint's; evaluate on data of the same classes");
     spec = ckpt->model.spec();
   });
   check_same_dataset(comm, data_path, split, slice);
@@ -46,8 +51,8 @@ int evaluate(int argc, char** argv, Comm& comm) {
   if (comm.rank() != 0) return 0;
   const auto& names = slice.class_names;
   const int c = e.classes;
-  std::printf("%s split: %lld images, loss %.4f, accuracy %.4f\n\n%-16s %8s %8s\n", split.c_str(), (long long)e.count,
-              e.loss, e.accuracy, "class", "images", "accuracy");
+  std::printf("%s split: %lld images, loss %.4f, accuracy %.4f\n\n%-16s %8s %8s\n", split.c_str(),
+              (long long)e.count, e.loss, e.accuracy, "class", "images", "accuracy");
   for (int i = 0; i < c; ++i) {
     int64_t row = 0;
     for (int j = 0; j < c; ++j) row += e.confusion[size_t(i * c + j)];

@@ -18,13 +18,17 @@ const char* kUsage =
     "commands:\n"
     "  prepare   Quick Draw .npy or MNIST-style IDX files -> one shuffled, split HDF5 dataset\n"
     "  summary   print a model's layers, output shapes and parameter counts\n"
-    "  train     train on a dataset, each rank on its slice; gradients averaged every step, or local SGD\n"
+    "  train     train on a dataset, each rank on its slice; gradients averaged every step, or "
+    "local SGD\n"
     "  evaluate  loss, accuracy, per-class accuracy and confusion matrix of a checkpoint\n"
     "  predict   top-3 classes of 28x28 PNG/PGM images or .npy rows (--json: every class)\n"
     "  export    a checkpoint's model as a TensorFlow.js Layers model\n"
-    "  serve     play in the browser (draw, the model guesses) and plot --log files (not under mpirun)\n"
-    "  elastic   run `mpirun ... train` and resume on the hosts that answer when it fails (not under mpirun)\n"
-    "`pitrain <command> --help` lists each command's options; `pitrain --version` prints the version.\n";
+    "  serve     play in the browser (draw, the model guesses) and plot --log files (not under "
+    "mpirun)\n"
+    "  elastic   run `mpirun ... train` and resume on the hosts that answer when it fails (not "
+    "under mpirun)\n"
+    "`pitrain <command> --help` lists each command's options; `pitrain --version` prints the "
+    "version.\n";
 
 // "pitrain 0.1.0 (-Dblas=openblas; GEMM on this CPU: eigen-avx2)": the build and its kernels.
 int version() {
@@ -33,20 +37,18 @@ int version() {
 #else
   const char* blas = "eigen";
 #endif
-  std::cout << "pitrain " << PITRAIN_VERSION << " (-Dblas=" << blas << "; GEMM on this CPU: " << pitrain::gemm_backend()
-            << ")\n";
+  std::cout << "pitrain " << PITRAIN_VERSION << " (-Dblas=" << blas
+            << "; GEMM on this CPU: " << pitrain::gemm_backend() << ")\n";
   return 0;
 }
 
 int dispatch(int argc, char** argv, pitrain::Comm& comm) {
   using Command = int (*)(int, char**, pitrain::Comm&);
-  const std::map<std::string, Command> commands = {{"prepare", pitrain::cli::prepare},
-                                                   {"summary", pitrain::cli::summary},
-                                                   {"train", pitrain::cli::train},
-                                                   {"evaluate", pitrain::cli::evaluate},
-                                                   {"predict", pitrain::cli::predict},
-                                                   {"export", pitrain::cli::export_model},
-                                                   {"serve", pitrain::cli::serve}};
+  const std::map<std::string, Command> commands = {
+      {"prepare", pitrain::cli::prepare}, {"summary", pitrain::cli::summary},
+      {"train", pitrain::cli::train},     {"evaluate", pitrain::cli::evaluate},
+      {"predict", pitrain::cli::predict}, {"export", pitrain::cli::export_model},
+      {"serve", pitrain::cli::serve}};
 
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     if (comm.rank() == 0) std::cout << kUsage;
@@ -54,7 +56,8 @@ int dispatch(int argc, char** argv, pitrain::Comm& comm) {
   }
   auto it = commands.find(argv[1]);
   if (it == commands.end())
-    throw pitrain::UsageError(std::string("unknown command '") + argv[1] + "'; run `pitrain --help` for the list");
+    throw pitrain::UsageError(std::string("unknown command '") + argv[1] +
+                              "'; run `pitrain --help` for the list");
   return it->second(argc - 1, argv + 1, comm);
 }
 
@@ -77,7 +80,8 @@ int elastic_main(int argc, char** argv) {
 // with its message, instead of leaving the other ranks waiting in a collective.
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "elastic")) return elastic_main(argc - 1, argv + 1);
-  if (argc == 2 && (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version"))) return version();
+  if (argc == 2 && (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")))
+    return version();
   pitrain::prefer_rabenseifner_allreduce();
   // Before MPI_Init: a singleton's MPI_Init forks (its orted), OpenBLAS stops its threads at a
   // fork, and a later call to set their number would start them again, to spin 0.1 s on a core
@@ -90,7 +94,8 @@ int main(int argc, char** argv) {
   int code = 0;
   try {
     code = dispatch(argc, argv, comm);
-  } catch (const pitrain::Stopped& stopped) {  // a signal: the checkpoint is written, rank 0 said so
+  } catch (
+      const pitrain::Stopped& stopped) {  // a signal: the checkpoint is written, rank 0 said so
     code = stopped.code;
   } catch (const pitrain::UsageError& e) {  // every rank has it: rank 0 speaks for all
     if (comm.rank() == 0) std::cerr << "pitrain: error: " << e.what() << "\n";

@@ -15,13 +15,13 @@ cxxopts::Options command_options(const std::string& command, const std::string& 
   return cxxopts::Options(kProgram + command, description);
 }
 
-bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm, cxxopts::ParseResult& result,
-           const HelpLayout& layout) {
+bool parse(cxxopts::Options& options, int argc, char** argv, const Comm& comm,
+           cxxopts::ParseResult& result, const HelpLayout& layout) {
   return parse(options, argc, argv, comm.rank() == 0, result, layout);
 }
 
-bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks, cxxopts::ParseResult& result,
-           const HelpLayout& layout) {
+bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks,
+           cxxopts::ParseResult& result, const HelpLayout& layout) {
   options.add_options()("h,help", "Show this help");
   const std::string command = options.program().substr(kProgram.size());
   const std::string see = "; see `" + options.program() + " --help`";
@@ -34,8 +34,8 @@ bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks, cxxopt
     std::vector<std::string> groups = layout.groups;
     groups.push_back("");  // --help's own, last
     if (speaks)
-      std::cout << options.help(groups) << (layout.examples.empty() ? "" : "\nExamples:\n" + layout.examples)
-                << std::flush;
+      std::cout << options.help(groups)
+                << (layout.examples.empty() ? "" : "\nExamples:\n" + layout.examples) << std::flush;
     return false;
   }
   if (!result.unmatched().empty())
@@ -47,11 +47,13 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw UsageError(message);
 }
 
-void require_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& choices) {
+void require_choice(const std::string& flag, const std::string& value,
+                    const std::vector<std::string>& choices) {
   std::string list;
   for (size_t i = 0; i < choices.size(); ++i)
     list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
-  require(std::find(choices.begin(), choices.end(), value) != choices.end(), flag + " " + value + ": use " + list);
+  require(std::find(choices.begin(), choices.end(), value) != choices.end(),
+          flag + " " + value + ": use " + list);
 }
 
 }  // namespace pitrain::cli

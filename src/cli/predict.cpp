@@ -50,24 +50,31 @@ void predict_files(const std::string& model, const std::vector<std::string>& fil
 
 int predict(int argc, char** argv, Comm& comm) {
   cxxopts::Options options = command_options(
-      "predict", "Top-3 classes (--json: every class's probability) of each FILE:\n"
-                 "  .png or .pgm: a 28x28 image (PNG: grayscale or colour, strokes on transparency too; PGM: P2\n"
-                 "    or P5), light on dark or dark on light (a mostly light image is inverted)\n"
-                 "  .npy: rows of 28x28 uint8 images, shape (N, 784) or (N, 28, 28), as Quick Draw's files\n"
-                 "  *-ubyte or *-ubyte.gz: an IDX image file, as MNIST's (t10k-images-idx3-ubyte.gz)\n"
-                 "  .npy and IDX files are read a batch of rows at a time, gzip or plain");
-  options.add_options()
-    ("model", "Checkpoint from `pitrain train --checkpoint` (required)", cxxopts::value<std::string>(), "FILE")
-    ("files", "Images (.png, .pgm), .npy or IDX files", cxxopts::value<std::vector<std::string>>())
-    ("json", "One JSON line an image with every class's probability at full precision");
+      "predict",
+      "Top-3 classes (--json: every class's probability) of each FILE:\n"
+      "  .png or .pgm: a 28x28 image (PNG: grayscale or colour, strokes on transparency too; PGM: "
+      "P2\n"
+      "    or P5), light on dark or dark on light (a mostly light image is inverted)\n"
+      "  .npy: rows of 28x28 uint8 images, shape (N, 784) or (N, 28, 28), as Quick Draw's files\n"
+      "  *-ubyte or *-ubyte.gz: an IDX image file, as MNIST's (t10k-images-idx3-ubyte.gz)\n"
+      "  .npy and IDX files are read a batch of rows at a time, gzip or plain");
+  options.add_options()("model", "Checkpoint from `pitrain train --checkpoint` (required)",
+                        cxxopts::value<std::string>(),
+                        "FILE")("files", "Images (.png, .pgm), .npy or IDX files",
+                                cxxopts::value<std::vector<std::string>>())(
+      "json", "One JSON line an image with every class's probability at full precision");
   options.parse_positional({"files"});
   options.positional_help("FILE...");
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
-  if (!r.count("model") || !r.count("files")) throw UsageError("predict: give --model FILE.h5 and one or more image files");
-  run_together(comm, [&] {  // a handful of images: rank 0 is plenty; the others wait to learn how it went
-    if (comm.rank() == 0) predict_files(r["model"].as<std::string>(), r["files"].as<std::vector<std::string>>(), r.count("json") > 0);
-  });
+  if (!r.count("model") || !r.count("files"))
+    throw UsageError("predict: give --model FILE.h5 and one or more image files");
+  run_together(comm,
+               [&] {  // a handful of images: rank 0 is plenty; the others wait to learn how it went
+                 if (comm.rank() == 0)
+                   predict_files(r["model"].as<std::string>(),
+                                 r["files"].as<std::vector<std::string>>(), r.count("json") > 0);
+               });
   return 0;
 }
 

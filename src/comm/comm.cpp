@@ -46,7 +46,8 @@ Comm::~Comm() {
 
 void Comm::broadcast(float* data, int64_t n, int root) {
   InMpi timed(*this);
-  in_chunks(n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, blocking_); });
+  in_chunks(
+      n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, blocking_); });
 }
 
 void Comm::broadcast(uint64_t* data, int n, int root) {
@@ -131,7 +132,9 @@ int Comm::first_failed(bool ok) {
 namespace {
 constexpr const char* kIallreduceVariable = "coll_libnbc_iallreduce_algorithm";
 bool user_chose_iallreduce = false;
-int libnbc_number(AllreduceAlgorithm algorithm) { return algorithm == AllreduceAlgorithm::binomial ? 2 : 3; }
+int libnbc_number(AllreduceAlgorithm algorithm) {
+  return algorithm == AllreduceAlgorithm::binomial ? 2 : 3;
+}
 }  // namespace
 
 void prefer_rabenseifner_allreduce() {
@@ -178,7 +181,8 @@ void run_together(Comm& comm, const std::function<void()>& step) {
   const int first = comm.first_failed(!failed);
   if (first == comm.size()) return;
   const bool first_was_usage = comm.first_failed(!usage) == first;  // the same on every rank
-  throw JointError(comm.rank() == first ? message : "", first_was_usage ? 2 : 1);  // one rank speaks
+  throw JointError(comm.rank() == first ? message : "",
+                   first_was_usage ? 2 : 1);  // one rank speaks
 }
 
 }  // namespace pitrain

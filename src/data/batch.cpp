@@ -8,9 +8,13 @@
 namespace pitrain {
 
 BatchLoader::BatchLoader(const Split& split, int batch_size)
-    : split_(split), batch_size_(batch_size), x_(size_t(batch_size) * kImagePixels), y_(size_t(batch_size)) {}
+    : split_(split),
+      batch_size_(batch_size),
+      x_(size_t(batch_size) * kImagePixels),
+      y_(size_t(batch_size)) {}
 
-void BatchLoader::reset_shuffled(uint64_t seed, int rank, int64_t epoch, int64_t steps, int64_t first) {
+void BatchLoader::reset_shuffled(uint64_t seed, int rank, int64_t epoch, int64_t steps,
+                                 int64_t first) {
   const int64_t rows = split_.size(), count = steps * batch_size_;
   std::vector<int64_t> perm(static_cast<size_t>(rows));
   order_.clear();
@@ -45,7 +49,8 @@ Batch BatchLoader::next() {
   // way while this batch's step computes: its copy then waits for memory far less.
   const size_t ahead = std::min(order_.size(), pos_ + size_t(batch_size_));
   for (size_t i = pos_; i < ahead; ++i)
-    for (int p = 0; p < kImagePixels; p += 64) __builtin_prefetch(&split_.images[size_t(order_[i]) * kImagePixels + size_t(p)]);
+    for (int p = 0; p < kImagePixels; p += 64)
+      __builtin_prefetch(&split_.images[size_t(order_[i]) * kImagePixels + size_t(p)]);
   return {x_.data(), y_.data(), n};
 }
 

@@ -14,11 +14,14 @@ std::pair<int64_t, int64_t> slice_bounds(int64_t n, int rank, int size) {
 }
 
 std::string class_names_problem(const std::vector<std::string>& names) {
-  if (names.size() < 2) return std::to_string(names.size()) + " class name(s); a classifier needs at least 2";
+  if (names.size() < 2)
+    return std::to_string(names.size()) + " class name(s); a classifier needs at least 2";
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i].empty()) return "class name " + std::to_string(i) + " is empty";
     for (size_t j = 0; j < i; ++j)
-      if (names[j] == names[i]) return "class name '" + names[i] + "' is given twice (labels " + std::to_string(j) + " and " + std::to_string(i) + ")";
+      if (names[j] == names[i])
+        return "class name '" + names[i] + "' is given twice (labels " + std::to_string(j) +
+               " and " + std::to_string(i) + ")";
   }
   return "";
 }
@@ -32,21 +35,26 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
     throw Error(path + ": attribute class_names: " + problem + "; prepare the file again");
   const auto idims = f.shape(images), ldims = f.shape(labels);
   if (idims.size() != 3 || idims[1] != kImageSide || idims[2] != kImageSide)
-    throw Error(path + ": dataset " + images + " has shape " + h5::dims_text(idims) + ", expected " + image_rows_shape_text());
+    throw Error(path + ": dataset " + images + " has shape " + h5::dims_text(idims) +
+                ", expected " + image_rows_shape_text());
   if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1 || f.type_signed(images))
     throw Error(path + ": dataset " + images + " must be uint8 pixels (0-255)" +
-                (f.type_signed(images) ? std::string(", not int8, whose negative values would read as 0; convert it") : ""));
+                (f.type_signed(images)
+                     ? std::string(", not int8, whose negative values would read as 0; convert it")
+                     : ""));
   if (ldims.size() != 1 || ldims[0] != idims[0])
-    throw Error(path + ": dataset " + labels + " has shape " + h5::dims_text(ldims) + ", expected (" +
-                std::to_string(idims[0]) + ",) to match " + images);
-  if (f.type_class(labels) != H5T_INTEGER) throw Error(path + ": dataset " + labels + " must hold integers");
+    throw Error(path + ": dataset " + labels + " has shape " + h5::dims_text(ldims) +
+                ", expected (" + std::to_string(idims[0]) + ",) to match " + images);
+  if (f.type_class(labels) != H5T_INTEGER)
+    throw Error(path + ": dataset " + labels + " must hold integers");
   s.total_rows = int64_t(idims[0]);
   if (s.total_rows == 0)
     throw Error(path + ": the " + split + " split is empty; prepare the file again with more data" +
                 (split == "val" ? " or a --val-fraction above 0" : ""));
   if (s.total_rows < size)
-    throw Error(path + ": " + split + " split has " + std::to_string(s.total_rows) + " rows, fewer than the " +
-                std::to_string(size) + " ranks; use fewer ranks or more data");
+    throw Error(path + ": " + split + " split has " + std::to_string(s.total_rows) +
+                " rows, fewer than the " + std::to_string(size) +
+                " ranks; use fewer ranks or more data");
   auto [first, last] = slice_bounds(s.total_rows, rank, size);
   s.first_row = first;
   s.data.images = f.read_rows<uint8_t>(images, hsize_t(first), hsize_t(last - first));
@@ -55,8 +63,9 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
   const int64_t classes = int64_t(s.class_names.size());
   for (size_t i = 0; i < wide.size(); ++i)
     if (wide[i] < 0 || wide[i] >= classes)
-      throw Error(path + ": " + labels + " row " + std::to_string(first + int64_t(i)) + " has label " +
-                  std::to_string(wide[i]) + ", outside the " + std::to_string(classes) + " classes of class_names");
+      throw Error(path + ": " + labels + " row " + std::to_string(first + int64_t(i)) +
+                  " has label " + std::to_string(wide[i]) + ", outside the " +
+                  std::to_string(classes) + " classes of class_names");
   s.data.labels.assign(wide.begin(), wide.end());
   return s;
 }
@@ -67,14 +76,16 @@ void write_dataset(const std::string& path, const Split& train, const Split& val
   auto f = h5::File::create(path);
   for (auto [name, split] : {std::pair{"train", &train}, std::pair{"val", &val}}) {
     const hsize_t n = hsize_t(split->size());
-    f.write<uint8_t>(std::string("/") + name + "/images", {n, kImageSide, kImageSide}, split->images.data());
+    f.write<uint8_t>(std::string("/") + name + "/images", {n, kImageSide, kImageSide},
+                     split->images.data());
     f.write<int32_t>(std::string("/") + name + "/labels", {n}, split->labels.data());
   }
   f.set_attr("class_names", class_names);
   for (auto& [k, v] : provenance) f.set_attr(k, v);
 }
 
-void check_same_dataset(Comm& comm, const std::string& path, const std::string& split, const RankSlice& slice) {
+void check_same_dataset(Comm& comm, const std::string& path, const std::string& split,
+                        const RankSlice& slice) {
   const uint64_t rows = uint64_t(slice.total_rows);
   std::string names;
   for (const auto& n : slice.class_names) names += n + "\n";
@@ -90,12 +101,16 @@ void check_same_dataset(Comm& comm, const std::string& path, const std::string& 
     const auto& mine = slice.class_names;
     std::string what;
     if (rows != root_rows) {
-      what = std::to_string(rows) + " /" + split + " rows against rank 0's " + std::to_string(root_rows);
+      what = std::to_string(rows) + " /" + split + " rows against rank 0's " +
+             std::to_string(root_rows);
     } else if (mine.size() != root.size()) {
-      what = std::to_string(mine.size()) + " classes against rank 0's " + std::to_string(root.size());
+      what =
+          std::to_string(mine.size()) + " classes against rank 0's " + std::to_string(root.size());
     } else {
-      const auto i = size_t(std::mismatch(mine.begin(), mine.end(), root.begin()).first - mine.begin());
-      what = "class " + std::to_string(i) + " named " + mine[i] + " where rank 0's copy has " + root[i];
+      const auto i =
+          size_t(std::mismatch(mine.begin(), mine.end(), root.begin()).first - mine.begin());
+      what = "class " + std::to_string(i) + " named " + mine[i] + " where rank 0's copy has " +
+             root[i];
     }
     throw Error(path + ": rank " + std::to_string(comm.rank()) + "'s copy has " + what +
                 "; every host needs the same file: copy rank 0's to the others");

@@ -16,7 +16,8 @@ namespace pitrain {
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string lowercase(std::string s) {
@@ -27,8 +28,8 @@ std::string lowercase(std::string s) {
 // Checked from the header, before any pixel is allocated: a header may declare any size.
 void check_image_size(const std::string& path, int64_t w, int64_t h) {
   if (w != kImageSide || h != kImageSide)
-    throw Error(path + ": image is " + std::to_string(w) + "x" + std::to_string(h) +
-                ", expected " + image_size_text() + "; scale it first (docs/data.md: \"Your own drawing\")");
+    throw Error(path + ": image is " + std::to_string(w) + "x" + std::to_string(h) + ", expected " +
+                image_size_text() + "; scale it first (docs/data.md: \"Your own drawing\")");
 }
 
 // PGM: "P5" (binary) or "P2" (text), width, height, maxval, then the pixels; # comments allowed.
@@ -47,7 +48,9 @@ std::vector<uint8_t> read_pgm(const std::string& path, int& w, int& h) {
   w = next_int(), h = next_int();
   const int maxval = next_int();
   if ((magic != "P5" && magic != "P2") || w <= 0 || h <= 0 || maxval <= 0 || maxval > 255)
-    throw Error(path + ": not an 8-bit grayscale PGM (P2 or P5); predict reads .png, .pgm, .npy and IDX (*-ubyte) files");
+    throw Error(path +
+                ": not an 8-bit grayscale PGM (P2 or P5); predict reads .png, .pgm, .npy and IDX "
+                "(*-ubyte) files");
   check_image_size(path, w, h);
   std::vector<int> values(size_t(w) * h);
   if (magic == "P5") {
@@ -62,8 +65,8 @@ std::vector<uint8_t> read_pgm(const std::string& path, int& w, int& h) {
   std::vector<uint8_t> px(values.size());
   for (size_t i = 0; i < px.size(); ++i) {
     if (values[i] < 0 || values[i] > maxval)
-      throw Error(path + ": pixel " + std::to_string(i) + " is " + std::to_string(values[i]) + ", outside the PGM's 0-" +
-                  std::to_string(maxval) + " (a damaged file?)");
+      throw Error(path + ": pixel " + std::to_string(i) + " is " + std::to_string(values[i]) +
+                  ", outside the PGM's 0-" + std::to_string(maxval) + " (a damaged file?)");
     px[i] = uint8_t(values[i] * 255 / maxval);
   }
   return px;
@@ -100,7 +103,8 @@ std::vector<uint8_t> read_png(const std::string& path, int& w, int& h) {
 
 void read_prediction_input(const std::string& path, const PredictionBatch& use) {
   const std::string name = lowercase(path);
-  const bool npy = ends_with(name, ".npy"), idx = ends_with(name, "-ubyte") || ends_with(name, "-ubyte.gz");
+  const bool npy = ends_with(name, ".npy"),
+             idx = ends_with(name, "-ubyte") || ends_with(name, "-ubyte.gz");
   if (npy || idx) {
     ArrayRows rows(path, npy ? npy_image_layout : idx_image_layout);
     if (rows.rows() == 0) throw Error(path + ": holds no images (0 rows)");
@@ -114,7 +118,8 @@ void read_prediction_input(const std::string& path, const PredictionBatch& use) 
   }
   int w = 0, h = 0;
   ImageArray image{ends_with(name, ".png") ? read_png(path, w, h) : read_pgm(path, w, h), 1};
-  const double mean = std::accumulate(image.pixels.begin(), image.pixels.end(), 0.0) / double(image.pixels.size());
+  const double mean =
+      std::accumulate(image.pixels.begin(), image.pixels.end(), 0.0) / double(image.pixels.size());
   if (mean > 127)
     for (auto& p : image.pixels) p = uint8_t(255 - p);
   use(image, 0, 1);

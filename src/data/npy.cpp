@@ -23,7 +23,8 @@ std::string dict_value(const std::string& header, const std::string& key) {
 std::vector<int64_t> parse_shape(const std::string& tuple) {
   std::vector<int64_t> dims;
   std::regex num("-?\\d+");
-  for (auto it = std::sregex_iterator(tuple.begin(), tuple.end(), num); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(tuple.begin(), tuple.end(), num);
+       it != std::sregex_iterator(); ++it)
     dims.push_back(it->str()[0] == '-' || it->length() > 12 ? -1 : std::stoll(it->str()));
   return dims;
 }
@@ -36,7 +37,8 @@ RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& 
   if (b.size() < 10 || !std::equal(magic, magic + 6, b.begin()))
     fail("not a .npy file (bad magic; expected \\x93NUMPY)");
   const int major = b[6];
-  if (major < 1 || major > 3) fail("unsupported .npy version " + std::to_string(major) + " (expected 1, 2 or 3)");
+  if (major < 1 || major > 3)
+    fail("unsupported .npy version " + std::to_string(major) + " (expected 1, 2 or 3)");
   size_t header_len, offset;
   if (major == 1) {
     header_len = b[8] | (b[9] << 8);
@@ -46,29 +48,36 @@ RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& 
     header_len = b[8] | (b[9] << 8) | (size_t(b[10]) << 16) | (size_t(b[11]) << 24);
     offset = 12;
   }
-  if (b.size() - offset < header_len) fail("truncated header");  // offset + header_len wraps a 32-bit size_t
+  if (b.size() - offset < header_len)
+    fail("truncated header");  // offset + header_len wraps a 32-bit size_t
   // NumPy's own limit (max_header_size): a longer header is damaged or hostile, and the regex
   // below would recurse once a character through it, off the end of the stack.
   if (header_len > kMaxNpyHeader)
-    fail("header of " + std::to_string(header_len) + " bytes, over the " + std::to_string(kMaxNpyHeader) +
+    fail("header of " + std::to_string(header_len) + " bytes, over the " +
+         std::to_string(kMaxNpyHeader) +
          " that NumPy reads (a damaged file?); save the array again with numpy.save");
   const std::string header(b.begin() + offset, b.begin() + offset + header_len);
   const std::string descr = dict_value(header, "descr");
   if (descr != "'|u1'" && descr != "'<u1'" && descr != "'>u1'" && descr != "'u1'")
-    fail("dtype " + (descr.empty() ? std::string("missing") : descr) + ", expected '|u1' (uint8 pixels)");
-  if (dict_value(header, "fortran_order") != "False") fail("Fortran order, expected C order (fortran_order False)");
+    fail("dtype " + (descr.empty() ? std::string("missing") : descr) +
+         ", expected '|u1' (uint8 pixels)");
+  if (dict_value(header, "fortran_order") != "False")
+    fail("Fortran order, expected C order (fortran_order False)");
   const std::string shape_text = dict_value(header, "shape");
   const auto shape = parse_shape(shape_text);
   const bool flat = shape.size() == 2 && shape[0] >= 0 && shape[1] == kImagePixels;
-  const bool square = shape.size() == 3 && shape[0] >= 0 && shape[1] == kImageSide && shape[2] == kImageSide;
+  const bool square =
+      shape.size() == 3 && shape[0] >= 0 && shape[1] == kImageSide && shape[2] == kImageSide;
   if (!flat && !square)
-    fail("shape " + (shape_text.empty() ? std::string("missing") : shape_text) +
-         ", expected (N, " + std::to_string(kImagePixels) + ") or " + image_rows_shape_text() + " (rows of " +
+    fail("shape " + (shape_text.empty() ? std::string("missing") : shape_text) + ", expected (N, " +
+         std::to_string(kImagePixels) + ") or " + image_rows_shape_text() + " (rows of " +
          image_size_text() + " images)");
   return {offset + header_len, shape[0], kImagePixels};
 }
 
-ImageArray read_npy_images(const std::string& path) { return read_images(ArrayRows(path, npy_image_layout)); }
+ImageArray read_npy_images(const std::string& path) {
+  return read_images(ArrayRows(path, npy_image_layout));
+}
 
 ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>& bytes) {
   return read_images(ArrayRows(name, bytes, npy_image_layout));

@@ -31,8 +31,10 @@ std::string folder_of(const std::string& path) {
 }  // namespace
 
 bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  struct stat sa {
+  }, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
 }
 
 void check_output(const std::string& flag, const std::string& path,
@@ -40,14 +42,18 @@ void check_output(const std::string& flag, const std::string& path,
   if (path.empty()) return;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw Error(flag + " " + path + ": is a folder; give a file name in it (e.g. " + path + "/out.h5)");
+    throw Error(flag + " " + path + ": is a folder; give a file name in it (e.g. " + path +
+                "/out.h5)");
   for (const auto& [input_flag, input] : inputs)
     if (path == input || same_file(path, input))
       throw Error(flag + " " + path + ": is the same file as " + input_flag + " " + input +
                   ", which writing it would destroy; write to another file");
-  const std::string probe = temp_path_beside(path);  // a file of this check's own: can the folder take one?
+  const std::string probe =
+      temp_path_beside(path);  // a file of this check's own: can the folder take one?
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-  if (fd < 0) throw Error(flag + " " + path + ": cannot write there; check that the folder exists and is writable");
+  if (fd < 0)
+    throw Error(flag + " " + path +
+                ": cannot write there; check that the folder exists and is writable");
   ::close(fd);
   std::remove(probe.c_str());
 }
@@ -56,7 +62,8 @@ std::string temp_path_beside(const std::string& path) {
   std::random_device random;
   const uint64_t tag = (uint64_t(random()) << 32) ^ random();
   char suffix[48];
-  std::snprintf(suffix, sizeof suffix, ".tmp.%ld.%016llx", long(::getpid()), (unsigned long long)tag);
+  std::snprintf(suffix, sizeof suffix, ".tmp.%ld.%016llx", long(::getpid()),
+                (unsigned long long)tag);
   return path + suffix;
 }
 
@@ -64,13 +71,14 @@ void replace_durably(const std::string& tmp, const std::string& path) {
   // A write the disk refused (EIO, a quota) shows here at the latest: then the old file stays.
   if (const int error = fsync_path(tmp)) {
     std::remove(tmp.c_str());
-    throw Error(path + ": cannot write " + tmp + " to the disk (" + std::strerror(error) + "); " + path +
-                " is left as it was; check the disk and its free space");
+    throw Error(path + ": cannot write " + tmp + " to the disk (" + std::strerror(error) + "); " +
+                path + " is left as it was; check the disk and its free space");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int error = errno;
     std::remove(tmp.c_str());
-    throw Error(path + ": cannot replace (" + std::strerror(error) + "); check that the folder is writable");
+    throw Error(path + ": cannot replace (" + std::strerror(error) +
+                "); check that the folder is writable");
   }
   fsync_path(folder_of(path));  // the rename itself, where the file system lets a folder be synced
 }

@@ -23,7 +23,8 @@ Split gather(const std::vector<uint8_t>& images, const std::vector<int32_t>& lab
   s.images.resize((last - first) * kImagePixels);
   s.labels.resize(last - first);
   for (size_t i = first; i < last; ++i) {
-    std::copy_n(&images[size_t(order[i]) * kImagePixels], kImagePixels, &s.images[(i - first) * kImagePixels]);
+    std::copy_n(&images[size_t(order[i]) * kImagePixels], kImagePixels,
+                &s.images[(i - first) * kImagePixels]);
     s.labels[i - first] = labels[size_t(order[i])];
   }
   return s;
@@ -41,13 +42,15 @@ std::string idx_file(const std::string& dir, const std::string& stem) {
     std::string p = dir + "/" + stem + ext;
     if (std::ifstream(p)) return p;
   }
-  throw Error(dir + ": no " + stem + "-ubyte(.gz) file; point --idx at a folder of MNIST-style IDX files");
+  throw Error(dir + ": no " + stem +
+              "-ubyte(.gz) file; point --idx at a folder of MNIST-style IDX files");
 }
 
-void check_labels(const std::string& file, const std::vector<uint8_t>& labels, const ImageArray& images,
-                  size_t classes) {
+void check_labels(const std::string& file, const std::vector<uint8_t>& labels,
+                  const ImageArray& images, size_t classes) {
   if (int64_t(labels.size()) != images.rows)
-    throw Error(file + ": " + std::to_string(labels.size()) + " labels for " + std::to_string(images.rows) + " images");
+    throw Error(file + ": " + std::to_string(labels.size()) + " labels for " +
+                std::to_string(images.rows) + " images");
   for (auto l : labels)
     if (l >= classes)
       throw Error(file + ": label " + std::to_string(l) + " but only " + std::to_string(classes) +
@@ -73,9 +76,13 @@ std::vector<std::string> parse_class_list(const std::string& text_or_file) {
       if (!name.empty()) names.push_back(name);
     }
   }
-  if (names.empty()) throw UsageError("--classes " + text_or_file + ": no class names (give a,b,c or a file with one name a line)");
+  if (names.empty())
+    throw UsageError("--classes " + text_or_file +
+                     ": no class names (give a,b,c or a file with one name a line)");
   if (!file && names.size() == 1)  // most likely a file name with a typo
-    throw UsageError("--classes " + text_or_file + ": no such file, and one class name is no list; give a file with one name a line, or the names as a,b,c");
+    throw UsageError("--classes " + text_or_file +
+                     ": no such file, and one class name is no list; give a file with one name a "
+                     "line, or the names as a,b,c");
   if (const auto problem = class_names_problem(names); !problem.empty())
     throw UsageError("--classes " + text_or_file + ": " + problem);
   return names;
@@ -89,15 +96,19 @@ std::vector<std::string> npy_class_names(const std::string& dir) {
   if (ec) throw Error(dir + ": cannot list the folder (" + ec.message() + "); check --npy");
   std::sort(names.begin(), names.end());
   if (names.size() < 2)
-    throw Error(dir + ": " + std::to_string(names.size()) + " <class>.npy file(s); a classifier needs at least 2 classes");
+    throw Error(dir + ": " + std::to_string(names.size()) +
+                " <class>.npy file(s); a classifier needs at least 2 classes");
   return names;
 }
 
 void check_prepare_options(const PrepareOptions& o) {
-  if (o.npy_dir.empty() == o.idx_dir.empty()) throw UsageError("prepare: give exactly one of --npy DIR or --idx DIR");
+  if (o.npy_dir.empty() == o.idx_dir.empty())
+    throw UsageError("prepare: give exactly one of --npy DIR or --idx DIR");
   if (o.out.empty()) throw UsageError("prepare: --out FILE.h5 is required");
   if (!(o.val_fraction > 0 && o.val_fraction < 1))
-    throw UsageError("prepare: --val-fraction must be above 0 and below 1 (train needs a val split), got " + std::to_string(o.val_fraction));
+    throw UsageError(
+        "prepare: --val-fraction must be above 0 and below 1 (train needs a val split), got " +
+        std::to_string(o.val_fraction));
   if (o.max_per_class < 0) throw UsageError("prepare: --max-per-class must be 0 (all) or positive");
 }
 
@@ -107,7 +118,8 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
   std::vector<std::pair<std::string, std::string>> inputs;  // that --out must not overwrite
   if (!o.classes_file.empty()) inputs.push_back({"--classes", o.classes_file});
   Split train, val;
-  std::map<std::string, std::string> provenance{{"seed", std::to_string(o.seed)}, {"created_by", "pitrain prepare"}};
+  std::map<std::string, std::string> provenance{{"seed", std::to_string(o.seed)},
+                                                {"created_by", "pitrain prepare"}};
   if (!o.npy_dir.empty()) {
     if (names.empty()) names = npy_class_names(o.npy_dir);
     const size_t first_npy = inputs.size();
@@ -120,8 +132,10 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
       const auto a = read_npy_images(file);
       const int64_t keep = o.max_per_class > 0 ? std::min(o.max_per_class, a.rows) : a.rows;
       // The classes so far, their copy in /train and /val, and this file: all in memory at once.
-      check_fits_memory("prepare --npy up to " + file + " (" + std::to_string(labels.size() + size_t(keep)) + " drawings)",
-                        3.0 * double(images.size() + size_t(keep) * kImagePixels), "keep fewer with --max-per-class N");
+      check_fits_memory("prepare --npy up to " + file + " (" +
+                            std::to_string(labels.size() + size_t(keep)) + " drawings)",
+                        3.0 * double(images.size() + size_t(keep) * kImagePixels),
+                        "keep fewer with --max-per-class N");
       images.insert(images.end(), a.pixels.begin(), a.pixels.begin() + keep * kImagePixels);
       labels.insert(labels.end(), size_t(keep), int32_t(c));
     }
@@ -131,7 +145,8 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
     train = gather(images, labels, order, n_val, labels.size());
     provenance["source"] = "Quick, Draw! numpy_bitmap .npy files from " + o.npy_dir +
                            " (Google LLC, CC BY 4.0); " +
-                           (o.max_per_class > 0 ? "the first " + std::to_string(o.max_per_class) : std::string("all")) +
+                           (o.max_per_class > 0 ? "the first " + std::to_string(o.max_per_class)
+                                                : std::string("all")) +
                            " drawings of each class";
     provenance["val_fraction"] = std::to_string(o.val_fraction);
   } else {
@@ -152,10 +167,12 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
     }
     provenance["source"] = "IDX files from " + o.idx_dir + "; /val is the IDX test set (t10k)";
   }
-  if (train.size() == 0) throw Error(o.out + ": the train split would be empty; lower --val-fraction or add data");
+  if (train.size() == 0)
+    throw Error(o.out + ": the train split would be empty; lower --val-fraction or add data");
   if (val.size() == 0)  // train refuses a file without one
     throw Error(o.out + ": the val split would be empty; " +
-                (o.npy_dir.empty() ? "the t10k-* IDX files hold no images" : "raise --val-fraction or add data"));
+                (o.npy_dir.empty() ? "the t10k-* IDX files hold no images"
+                                   : "raise --val-fraction or add data"));
   write_dataset(o.out, train, val, names, provenance);
   std::vector<ClassCount> counts(names.size());
   for (size_t c = 0; c < names.size(); ++c) counts[c].name = names[c];

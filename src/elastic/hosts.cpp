@@ -24,7 +24,8 @@ namespace pitrain {
 bool is_host_name(const std::string& name) {
   if (name.empty() || name[0] == '-') return false;
   for (const char c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("._:[]%@-").find(c) == std::string_view::npos)
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("._:[]%@-").find(c) == std::string_view::npos)
       return false;
   return true;
 }
@@ -35,17 +36,21 @@ bool is_host_name(const std::string& name) {
 // launches say slots=N, so mpirun places the ranks as counted here.
 std::vector<Host> read_hostfile(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot read the hostfile; give an Open MPI hostfile, one `host slots=N` a line");
+  if (!in)
+    throw Error(path +
+                ": cannot read the hostfile; give an Open MPI hostfile, one `host slots=N` a line");
   std::vector<Host> hosts;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
-    const std::string text = std::regex_replace(line.substr(0, line.find('#')), std::regex(R"(\s*=\s*)"), "=");
+    const std::string text =
+        std::regex_replace(line.substr(0, line.find('#')), std::regex(R"(\s*=\s*)"), "=");
     std::istringstream words(text);
     Host h;
     if (!(words >> h.name)) continue;
     if (!is_host_name(h.name))
       throw Error(path + ":" + std::to_string(number) + ": '" + h.name +
-                  "' is not a host name or address (letters, digits, . - _ : [ ] % @; not starting with -)");
+                  "' is not a host name or address (letters, digits, . - _ : [ ] % @; not starting "
+                  "with -)");
     for (std::string w; words >> w;) {
       const std::string key = w.substr(0, w.find('='));
       if (key != "slots" && key != "count" && key != "cpu") {
@@ -55,12 +60,14 @@ std::vector<Host> read_hostfile(const std::string& path) {
       char* end = nullptr;
       const long slots = std::strtol(w.c_str() + key.size() + 1, &end, 10);
       if (w.size() == key.size() || *end || slots < 1 || slots > 4096)
-        throw Error(path + ":" + std::to_string(number) + ": '" + w + "' is not slots=N with N from 1 to 4096");
+        throw Error(path + ":" + std::to_string(number) + ": '" + w +
+                    "' is not slots=N with N from 1 to 4096");
       h.slots = int(slots);
     }
     hosts.push_back(h);
   }
-  if (hosts.empty()) throw Error(path + ": no hosts in the hostfile; list one `host slots=N` a line");
+  if (hosts.empty())
+    throw Error(path + ": no hosts in the hostfile; list one `host slots=N` a line");
   return hosts;
 }
 
@@ -74,7 +81,9 @@ pid_t spawn(const std::vector<std::string>& command, bool quiet) {
   const pid_t pid = fork();
   if (pid < 0) throw Error("cannot start " + command[0] + " (fork failed)");
   if (pid == 0) {
-    setpgid(0, 0);  // its own group: Ctrl-C reaches elastic alone, which ends the group and all it started
+    setpgid(
+        0,
+        0);  // its own group: Ctrl-C reaches elastic alone, which ends the group and all it started
     freopen("/dev/null", "r", stdin);
     if (quiet) {
       freopen("/dev/null", "w", stdout);
@@ -84,7 +93,9 @@ pid_t spawn(const std::vector<std::string>& command, bool quiet) {
     for (const auto& w : command) argv.push_back(const_cast<char*>(w.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    if (!quiet) std::fprintf(stderr, "pitrain elastic: error: cannot run %s (%s)\n", argv[0], std::strerror(errno));
+    if (!quiet)
+      std::fprintf(stderr, "pitrain elastic: error: cannot run %s (%s)\n", argv[0],
+                   std::strerror(errno));
     _exit(127);
   }
   setpgid(pid, pid);  // as the child does: whichever runs first
@@ -99,7 +110,8 @@ std::string mca_value(const std::vector<std::string>& mpirun_args, const std::st
   std::string value;
   if (const char* env = std::getenv(("OMPI_MCA_" + name).c_str())) value = env;
   for (size_t i = 0; i + 2 < mpirun_args.size(); ++i)
-    if ((mpirun_args[i] == "--mca" || mpirun_args[i] == "-mca") && mpirun_args[i + 1] == name) value = mpirun_args[i + 2];
+    if ((mpirun_args[i] == "--mca" || mpirun_args[i] == "-mca") && mpirun_args[i + 1] == name)
+      value = mpirun_args[i + 2];
   return value;
 }
 
@@ -109,37 +121,45 @@ bool is_this_host(const std::string& name) {
   char here[256] = {};
   gethostname(here, sizeof here - 1);
   const std::string host = here, short_host = host.substr(0, host.find('.'));
-  return name == "localhost" || name.rfind("127.", 0) == 0 || name == "::1" || name == host || name == short_host;
+  return name == "localhost" || name.rfind("127.", 0) == 0 || name == "::1" || name == host ||
+         name == short_host;
 }
 
 }  // namespace
 
-std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args, double timeout_seconds) {
+std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args,
+                                      double timeout_seconds) {
   std::string agent = mca_value(mpirun_args, "plm_rsh_agent");
-  agent = agent.substr(0, agent.find(':'));  // Open MPI takes "ssh : rsh" as alternatives: the first
+  agent =
+      agent.substr(0, agent.find(':'));  // Open MPI takes "ssh : rsh" as alternatives: the first
   std::istringstream words(agent + " " + mca_value(mpirun_args, "plm_rsh_args"));
   std::vector<std::string> shell;
   for (std::string w; words >> w;) shell.push_back(w);
   if (shell.empty() || shell[0][0] == '-') shell.insert(shell.begin(), "ssh");
   if (shell[0] == "ssh" || (shell[0].size() > 4 && shell[0].substr(shell[0].size() - 4) == "/ssh"))
-    shell.insert(shell.end(), {"-o", "BatchMode=yes",  // never ask a password
-                               "-o", "ConnectTimeout=" + std::to_string(std::max(1, int(timeout_seconds)))});
+    shell.insert(shell.end(),
+                 {"-o", "BatchMode=yes",  // never ask a password
+                  "-o", "ConnectTimeout=" + std::to_string(std::max(1, int(timeout_seconds)))});
   return shell;
 }
 
-std::vector<std::string> rank_hosts(const std::vector<Host>& hosts, const std::vector<std::string>& mpirun_args) {
+std::vector<std::string> rank_hosts(const std::vector<Host>& hosts,
+                                    const std::vector<std::string>& mpirun_args) {
   std::string policy = mca_value(mpirun_args, "rmaps_base_mapping_policy");
   if (!mca_value(mpirun_args, "rmaps_base_ranking_policy").empty()) return {};
   for (size_t i = 0; i < mpirun_args.size(); ++i) {
     const std::string& a = mpirun_args[i];
-    if ((a == "--map-by" || a == "-map-by") && i + 1 < mpirun_args.size()) policy = mpirun_args[i + 1];
+    if ((a == "--map-by" || a == "-map-by") && i + 1 < mpirun_args.size())
+      policy = mpirun_args[i + 1];
     if (a == "--bynode" || a == "-bynode") policy = "node";
-    for (const char* other : {"--rank-by", "-rank-by", "--rankfile", "-rf", "--npernode", "-npernode", "--npersocket",
-                              "-npersocket", "--ppr", "-ppr", "--host", "-host", "-H"})
+    for (const char* other :
+         {"--rank-by", "-rank-by", "--rankfile", "-rf", "--npernode", "-npernode", "--npersocket",
+          "-npersocket", "--ppr", "-ppr", "--host", "-host", "-H"})
       if (a == other) return {};
   }
   policy = policy.substr(0, policy.find(':'));
-  std::transform(policy.begin(), policy.end(), policy.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  std::transform(policy.begin(), policy.end(), policy.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
   const bool by_node = policy == "node";
   const std::vector<std::string> filling = {"",        "slot",    "hwthread", "core", "l1cache",
                                             "l2cache", "l3cache", "socket",   "numa", "board"};
@@ -147,7 +167,8 @@ std::vector<std::string> rank_hosts(const std::vector<Host>& hosts, const std::v
   std::vector<int> left;
   for (const auto& h : hosts) left.push_back(h.slots);
   std::vector<std::string> ranks;
-  for (bool placed = true; placed;) {  // rounds over the hosts: by node one rank a host, else all its slots
+  for (bool placed = true;
+       placed;) {  // rounds over the hosts: by node one rank a host, else all its slots
     placed = false;
     for (size_t i = 0; i < hosts.size(); ++i) {
       const int take = by_node ? std::min(left[i], 1) : left[i];
@@ -168,10 +189,12 @@ std::vector<bool> probe_hosts(const std::vector<std::string>& shell, const std::
       continue;
     }
     std::vector<std::string> words = shell;
-    words.insert(words.end(), {"--", hosts[i].name, "true"});  // `--`: the host is never one of the shell's options
-    pids[i] = spawn(words, true);  // a timeout ends the shell and whatever it started
+    words.insert(words.end(), {"--", hosts[i].name,
+                               "true"});  // `--`: the host is never one of the shell's options
+    pids[i] = spawn(words, true);         // a timeout ends the shell and whatever it started
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   size_t running = size_t(std::count_if(pids.begin(), pids.end(), [](pid_t p) { return p > 0; }));
   while (running > 0 && std::chrono::steady_clock::now() < deadline) {
     for (size_t i = 0; i < hosts.size(); ++i) {

@@ -36,7 +36,9 @@ extern "C" void on_signal(int sig) { g_signal = sig; }
 // The signals that stop elastic with a checkpoint: Ctrl-C, kill, and a closed terminal or ssh
 // session (the job runs in a process group of its own, which a hangup would not reach).
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
-const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
+const char* signal_name(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+}
 
 void say(const std::string& line) { std::cerr << "pitrain elastic: " << line << std::endl; }
 
@@ -49,11 +51,14 @@ std::string flag_value(const std::vector<std::string>& args, const std::string& 
   return "";
 }
 
-std::vector<std::string> without_flag(const std::vector<std::string>& args, const std::string& flag) {
+std::vector<std::string> without_flag(const std::vector<std::string>& args,
+                                      const std::string& flag) {
   std::vector<std::string> kept;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == flag) ++i;  // and its value
-    else if (args[i].rfind(flag + "=", 0) != 0) kept.push_back(args[i]);
+    if (args[i] == flag)
+      ++i;  // and its value
+    else if (args[i].rfind(flag + "=", 0) != 0)
+      kept.push_back(args[i]);
   }
   return kept;
 }
@@ -63,7 +68,9 @@ using FileStamp = std::tuple<dev_t, ino_t, int64_t, int64_t>;  // device, inode,
 std::optional<FileStamp> stamp_of(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileStamp{st.st_dev, st.st_ino, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, int64_t(st.st_size)};
+  return FileStamp{st.st_dev, st.st_ino,
+                   int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                   int64_t(st.st_size)};
 }
 
 int64_t read_progress(const std::string& path) {
@@ -75,7 +82,8 @@ int64_t read_progress(const std::string& path) {
 std::string self_path() {
   char buf[PATH_MAX] = {};
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw Error("cannot find this program's path (/proc/self/exe) to start it under mpirun");
+  if (n <= 0)
+    throw Error("cannot find this program's path (/proc/self/exe) to start it under mpirun");
   return std::string(buf, size_t(n));
 }
 
@@ -99,18 +107,22 @@ std::vector<pid_t> descendants() {
       const pid_t pid = pid_t(std::atoi(entry->d_name));
       if (pid <= 0) continue;
       std::ifstream file("/proc/" + std::string(entry->d_name) + "/stat");
-      const std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-      const size_t name_end = stat.rfind(')');  // the command's name may hold spaces and parentheses
+      const std::string stat((std::istreambuf_iterator<char>(file)),
+                             std::istreambuf_iterator<char>());
+      const size_t name_end =
+          stat.rfind(')');  // the command's name may hold spaces and parentheses
       char state = 0;
       int parent = 0;
-      if (name_end != std::string::npos && std::sscanf(stat.c_str() + name_end + 1, " %c %d", &state, &parent) == 2)
+      if (name_end != std::string::npos &&
+          std::sscanf(stat.c_str() + name_end + 1, " %c %d", &state, &parent) == 2)
         children.emplace(pid_t(parent), pid);
     }
     closedir(proc);
   }
   std::vector<pid_t> found = {getpid()};
   for (size_t i = 0; i < found.size(); ++i)
-    for (auto [it, end] = children.equal_range(found[i]); it != end; ++it) found.push_back(it->second);
+    for (auto [it, end] = children.equal_range(found[i]); it != end; ++it)
+      found.push_back(it->second);
   found.erase(found.begin());
   return found;
 }
@@ -127,9 +139,11 @@ void end_launch() {
     pid_t reaped;
     while ((reaped = waitpid(-1, nullptr, WNOHANG)) > 0) continue;
     if (reaped < 0 && errno == ECHILD) return;
-    if (!said && seconds_now() - start > 10 && !left.empty()) {  // SIGKILLed, yet not gone: stuck in the kernel
-      say("waiting for process " + std::to_string(left[0]) + " of the last launch to exit (killed; see ps -l " +
-          std::to_string(left[0]) + ") before the next launch");
+    if (!said && seconds_now() - start > 10 &&
+        !left.empty()) {  // SIGKILLed, yet not gone: stuck in the kernel
+      say("waiting for process " + std::to_string(left[0]) +
+          " of the last launch to exit (killed; see ps -l " + std::to_string(left[0]) +
+          ") before the next launch");
       said = true;
     }
   }
@@ -137,26 +151,35 @@ void end_launch() {
 
 // What one launch came to.
 struct Outcome {
-  int code = 0;              // mpirun's exit code (128 + signal when it was killed)
-  int64_t reached = -1;      // the last step rank 0 reported, -1: none
-  double last_step_at = 0;   // when that was seen
-  bool stalled = false;      // ended by us: no step for too long
-  bool took_back = false;    // stopped by us (with a checkpoint) to take lost hosts back
-  int stopped_by = 0;        // the kStopSignals one that the user sent us
+  int code = 0;             // mpirun's exit code (128 + signal when it was killed)
+  int64_t reached = -1;     // the last step rank 0 reported, -1: none
+  double last_step_at = 0;  // when that was seen
+  bool stalled = false;     // ended by us: no step for too long
+  bool took_back = false;   // stopped by us (with a checkpoint) to take lost hosts back
+  int stopped_by = 0;       // the kStopSignals one that the user sent us
 };
 
 class Supervisor {
  public:
   explicit Supervisor(const ElasticOptions& o)
-      : o_(o), hosts_(read_hostfile(o.hostfile)), shell_(remote_shell(o.mpirun_args, o.probe_timeout)), self_(self_path()) {
+      : o_(o),
+        hosts_(read_hostfile(o.hostfile)),
+        shell_(remote_shell(o.mpirun_args, o.probe_timeout)),
+        self_(self_path()) {
     const auto& args = o.train_args;
     if (args.empty() || args[0] != "train")
-      throw UsageError("elastic: give the training command after `--`: pitrain elastic --hostfile FILE -- train ARGS...");
+      throw UsageError(
+          "elastic: give the training command after `--`: pitrain elastic --hostfile FILE -- train "
+          "ARGS...");
     checkpoint_ = flag_value(args, "--checkpoint");
     if (checkpoint_.empty())
-      throw UsageError("elastic: the train arguments need --checkpoint FILE (and --checkpoint-seconds S): restarts resume from it");
+      throw UsageError(
+          "elastic: the train arguments need --checkpoint FILE (and --checkpoint-seconds S): "
+          "restarts resume from it");
     for (const char* flag : {"--expect-ranks", "--progress-file"})
-      if (!flag_value(args, flag).empty()) throw UsageError(std::string("elastic: leave out ") + flag + ": elastic sets it for each launch");
+      if (!flag_value(args, flag).empty())
+        throw UsageError(std::string("elastic: leave out ") + flag +
+                         ": elastic sets it for each launch");
     const std::string stall = flag_value(args, "--stall-timeout");
     const double stall_timeout = stall.empty() ? 300 : std::atof(stall.c_str());
     // The ranks' own watchdog ends a stalled job first (rank 0 names the ranks that had not
@@ -167,10 +190,11 @@ class Supervisor {
     resume_ = flag_value(args, "--resume");
     // A file at --checkpoint from an earlier run is not this run's until this run replaces it:
     // a restart before then resumes as the first launch did (from --resume, or from scratch).
-    if (resume_.empty() || !same_file(resume_, checkpoint_)) earlier_checkpoint_ = stamp_of(checkpoint_);
+    if (resume_.empty() || !same_file(resume_, checkpoint_))
+      earlier_checkpoint_ = stamp_of(checkpoint_);
     if (o.min_hosts > int(hosts_.size()))
-      throw UsageError("elastic: --min-hosts " + std::to_string(o.min_hosts) + " but " + o.hostfile + " lists " +
-                       std::to_string(hosts_.size()) + " hosts");
+      throw UsageError("elastic: --min-hosts " + std::to_string(o.min_hosts) + " but " +
+                       o.hostfile + " lists " + std::to_string(hosts_.size()) + " hosts");
     char dir[] = "/tmp/pitrain-elastic-XXXXXX";
     if (!mkdtemp(dir)) throw Error("cannot make a folder under /tmp for the hostfiles of restarts");
     dir_ = dir;
@@ -182,19 +206,23 @@ class Supervisor {
   }
 
   int run() {
-    prctl(PR_SET_CHILD_SUBREAPER, 1);  // ranks that outlive mpirun become elastic's children (end_launch)
+    prctl(PR_SET_CHILD_SUBREAPER,
+          1);  // ranks that outlive mpirun become elastic's children (end_launch)
     for (int sig : kStopSignals) std::signal(sig, on_signal);
     active_ = answering();
     if (int(active_.size()) < o_.min_hosts) return give_up("at the start");
-    if (active_.size() < hosts_.size()) say("starting without " + names(lost()) + " (no answer); taken back when they answer");
+    if (active_.size() < hosts_.size())
+      say("starting without " + names(lost()) + " (no answer); taken back when they answer");
     for (int restarts = 0;;) {
-      const Outcome r = g_signal ? Outcome{0, -1, 0, false, false, g_signal} : launch();  // Ctrl-C while probing
+      const Outcome r =
+          g_signal ? Outcome{0, -1, 0, false, false, g_signal} : launch();  // Ctrl-C while probing
       if (r.stopped_by) {
         const int64_t saved = saved_step();
         say(std::string("stopped by ") + signal_name(r.stopped_by) + "; " +
             (saved < 0 ? resume_hint(saved)
-                       : checkpoint_ + " holds step " + std::to_string(saved) + "; continue with the same command plus --resume " +
-                             checkpoint_ + " among the train arguments"));
+                       : checkpoint_ + " holds step " + std::to_string(saved) +
+                             "; continue with the same command plus --resume " + checkpoint_ +
+                             " among the train arguments"));
         return 128 + r.stopped_by;
       }
       if (r.code == 0) return 0;  // the training completed
@@ -203,7 +231,8 @@ class Supervisor {
         const auto before = active_;
         active_ = answering();
         say("taking back " + names(difference(active_, before)) + " (answers again); " +
-            std::to_string(lost_steps(r, saved)) + " steps lost; resuming on " + std::to_string(ranks_of(active_)) + " ranks");
+            std::to_string(lost_steps(r, saved)) + " steps lost; resuming on " +
+            std::to_string(ranks_of(active_)) + " ranks");
       } else if (const int code = after_failure(r, saved, restarts); code >= 0) {
         return code;
       }
@@ -231,32 +260,41 @@ class Supervisor {
     const auto left_out = difference(missing, gone);  // answer, yet their ranks did not arrive
     // A host taken back after its hold whose rank again did not arrive: a retry, not a restart.
     const bool retry = r.reached < 0 && gone.empty() && !left_out.empty() &&
-                       std::all_of(left_out.begin(), left_out.end(), [&](const Host& h) { return held_.count(h.name); });
+                       std::all_of(left_out.begin(), left_out.end(),
+                                   [&](const Host& h) { return held_.count(h.name); });
     for (const auto& h : left_out) hold(h.name);
     active_ = difference(up, left_out);
     if (r.reached < 0 && !r.stalled && gone.empty() && left_out.empty()) {
-      say("the job failed before its first step (exit " + std::to_string(r.code) + ") with every host answering: " +
-          (r.code == 127 ? "install Open MPI (openmpi-bin) or give --mpirun PATH" : "not a lost host; see its message above"));
+      say("the job failed before its first step (exit " + std::to_string(r.code) +
+          ") with every host answering: " +
+          (r.code == 127 ? "install Open MPI (openmpi-bin) or give --mpirun PATH"
+                         : "not a lost host; see its message above"));
       return r.code;
     }
     if (int(active_.size()) < o_.min_hosts) return give_up("after the job failed");
     if (!retry && restarts == o_.max_restarts) {
-      say("giving up after " + std::to_string(restarts) + " restarts (--max-restarts); " + resume_hint(saved));
+      say("giving up after " + std::to_string(restarts) + " restarts (--max-restarts); " +
+          resume_hint(saved));
       return 1;
     }
     restarts += retry ? 0 : 1;
-    const std::string what = r.stalled ? (r.reached < 0 ? "start-up stalled (no step in " : "stalled (no step for ") +
-                                             std::to_string(int(deadline_)) + " s)"
-                                       : "the job failed (exit " + std::to_string(r.code) + ")";
+    const std::string what =
+        r.stalled ? (r.reached < 0 ? "start-up stalled (no step in " : "stalled (no step for ") +
+                        std::to_string(int(deadline_)) + " s)"
+                  : "the job failed (exit " + std::to_string(r.code) + ")";
     const std::string leaving =
-        left_out.empty() ? "" : "; leaving out " + names(left_out) + " (answers, but its rank did not arrive; asked again in " +
-                                    std::to_string(int(held_[left_out[0].name].seconds)) + " s)";
+        left_out.empty() ? ""
+                         : "; leaving out " + names(left_out) +
+                               " (answers, but its rank did not arrive; asked again in " +
+                               std::to_string(int(held_[left_out[0].name].seconds)) + " s)";
     say((retry ? "taking back " + names(left_out) + " failed"
                : "restart " + std::to_string(restarts) + "/" + std::to_string(o_.max_restarts)) +
-        ": " + what + "; lost " + (gone.empty() ? std::string("no host (all answer)") : names(gone) + " (no answer)") +
+        ": " + what + "; lost " +
+        (gone.empty() ? std::string("no host (all answer)") : names(gone) + " (no answer)") +
         leaving + "; " + std::to_string(lost_steps(r, saved)) + " steps lost (reached " +
-        std::to_string(std::max<int64_t>(r.reached, 0)) + ", checkpoint at " + std::to_string(std::max<int64_t>(saved, 0)) +
-        "); resuming on " + std::to_string(ranks_of(active_)) + " ranks");
+        std::to_string(std::max<int64_t>(r.reached, 0)) + ", checkpoint at " +
+        std::to_string(std::max<int64_t>(saved, 0)) + "); resuming on " +
+        std::to_string(ranks_of(active_)) + " ranks");
     return -1;
   }
 
@@ -269,14 +307,16 @@ class Supervisor {
     if (ranks.empty()) return {};
     const auto placed = rank_hosts(active_, o_.mpirun_args);
     if (placed.empty()) {
-      say("the hosts of the ranks that had not arrived are not known with these --mpirun-args (--map-by node or "
+      say("the hosts of the ranks that had not arrived are not known with these --mpirun-args "
+          "(--map-by node or "
           "slot places ranks as elastic counts): none is left out");
       return {};
     }
     std::vector<Host> missing;
     for (const auto& h : active_)
       for (int rank : ranks)
-        if (rank > 0 && rank < int(placed.size()) && placed[size_t(rank)] == h.name && h.name != placed[0]) {
+        if (rank > 0 && rank < int(placed.size()) && placed[size_t(rank)] == h.name &&
+            h.name != placed[0]) {
           missing.push_back(h);
           break;
         }
@@ -322,30 +362,34 @@ class Supervisor {
   static std::vector<Host> difference(const std::vector<Host>& a, const std::vector<Host>& b) {
     std::vector<Host> d;
     for (const auto& h : a)
-      if (std::none_of(b.begin(), b.end(), [&](const Host& x) { return x.name == h.name; })) d.push_back(h);
+      if (std::none_of(b.begin(), b.end(), [&](const Host& x) { return x.name == h.name; }))
+        d.push_back(h);
     return d;
   }
   std::string resume_hint(int64_t saved) const {
     return saved < 0 ? "no checkpoint was written yet"
-                     : checkpoint_ + " is intact at step " + std::to_string(saved) + "; resume with --resume " + checkpoint_;
+                     : checkpoint_ + " is intact at step " + std::to_string(saved) +
+                           "; resume with --resume " + checkpoint_;
   }
   int give_up(const std::string& when) {
     const auto left_out = difference(lost(), to_ask());
-    say("only " + std::to_string(active_.size()) + " of " + std::to_string(hosts_.size()) + " hosts answer " + when +
-        " (" + names(active_) + "; no answer: " + names(to_ask()) +
-        (left_out.empty() ? "" : "; left out, their ranks did not arrive: " + names(left_out)) + "), --min-hosts " +
-        std::to_string(o_.min_hosts) +
-        ": giving up; " + resume_hint(saved_step()));
+    say("only " + std::to_string(active_.size()) + " of " + std::to_string(hosts_.size()) +
+        " hosts answer " + when + " (" + names(active_) + "; no answer: " + names(to_ask()) +
+        (left_out.empty() ? "" : "; left out, their ranks did not arrive: " + names(left_out)) +
+        "), --min-hosts " + std::to_string(o_.min_hosts) + ": giving up; " +
+        resume_hint(saved_step()));
     return 1;
   }
 
   std::vector<std::string> command() const {
-    std::vector<std::string> c = {o_.mpirun, "-np", std::to_string(ranks_of(active_)), "--hostfile", dir_ + "/hosts"};
+    std::vector<std::string> c = {o_.mpirun, "-np", std::to_string(ranks_of(active_)), "--hostfile",
+                                  dir_ + "/hosts"};
     c.insert(c.end(), o_.mpirun_args.begin(), o_.mpirun_args.end());
     c.push_back(self_);
     const auto train = without_flag(o_.train_args, "--resume");
     c.insert(c.end(), train.begin(), train.end());
-    c.insert(c.end(), {"--expect-ranks", std::to_string(ranks_of(active_)), "--progress-file", dir_ + "/progress"});
+    c.insert(c.end(), {"--expect-ranks", std::to_string(ranks_of(active_)), "--progress-file",
+                       dir_ + "/progress"});
     if (!resume_.empty()) c.insert(c.end(), {"--resume", resume_});
     return c;
   }
@@ -356,7 +400,8 @@ class Supervisor {
 
   Outcome launch() {
     write_hostfile(dir_ + "/hosts", active_);
-    for (const char* name : {"/progress", "/progress.stop", "/progress.stalled"}) std::remove((dir_ + name).c_str());
+    for (const char* name : {"/progress", "/progress.stop", "/progress.stalled"})
+      std::remove((dir_ + name).c_str());
     const pid_t pid = spawn(command(), false);
     Outcome r;
     const double started = seconds_now();
@@ -370,15 +415,19 @@ class Supervisor {
       }
       const double t = seconds_now();
       // Rank 0's watchdog has started (it makes progress.stalled): a stalled start-up is timed
-      // from here, so that the watchdog names the ranks that had not arrived before this ends the job.
-      if (!ranks_started && stamp_of(dir_ + "/progress.stalled")) ranks_started = true, last_advance = t;
+      // from here, so that the watchdog names the ranks that had not arrived before this ends the
+      // job.
+      if (!ranks_started && stamp_of(dir_ + "/progress.stalled"))
+        ranks_started = true, last_advance = t;
       if (const int64_t step = read_progress(dir_ + "/progress"); step > r.reached) {
         if (r.reached < 0 && failed_at_ > 0)
-          say("training again on " + std::to_string(ranks_of(active_)) + " ranks at step " + std::to_string(step) + ", " +
-              std::to_string(int(t - failed_at_ + 0.5)) + " s after the last step before the failure");
+          say("training again on " + std::to_string(ranks_of(active_)) + " ranks at step " +
+              std::to_string(step) + ", " + std::to_string(int(t - failed_at_ + 0.5)) +
+              " s after the last step before the failure");
         if (r.reached < 0) {
           failed_at_ = 0;
-          for (const auto& h : active_) held_.erase(h.name);  // its ranks arrived: no longer on hold
+          for (const auto& h : active_)
+            held_.erase(h.name);  // its ranks arrived: no longer on hold
         }
         r.reached = step, r.last_step_at = last_advance = t;
       }
@@ -399,7 +448,10 @@ class Supervisor {
         const auto answered = probe_hosts(shell_, gone, o_.probe_timeout);
         bool back = false;
         for (size_t i = 0; i < gone.size(); ++i) {
-          int& n = answers[size_t(std::find_if(hosts_.begin(), hosts_.end(), [&](const Host& h) { return h.name == gone[i].name; }) - hosts_.begin())];
+          int& n =
+              answers[size_t(std::find_if(hosts_.begin(), hosts_.end(),
+                                          [&](const Host& h) { return h.name == gone[i].name; }) -
+                             hosts_.begin())];
           n = answered[i] ? n + 1 : 0;
           back |= n >= 2;  // twice in a row: not a flapping link
         }
@@ -418,7 +470,8 @@ class Supervisor {
   const ElasticOptions& o_;
   std::vector<Host> hosts_, active_;
   std::vector<std::string> shell_;
-  const std::string self_;  // this program, found once: a rebuild during the run leaves "(deleted)" behind
+  const std::string
+      self_;  // this program, found once: a rebuild during the run leaves "(deleted)" behind
   std::string checkpoint_, resume_, dir_;
   std::optional<FileStamp> earlier_checkpoint_;  // the --checkpoint file of an earlier run, if any
   struct Hold {

@@ -26,7 +26,8 @@ void write_file(const std::string& path, const char* data, size_t size) {
     if (!out) {
       const int error = errno;
       std::remove(tmp.c_str());
-      throw Error(tmp + ": cannot write (" + std::strerror(error) + "); check that the folder is writable and has room");
+      throw Error(tmp + ": cannot write (" + std::strerror(error) +
+                  "); check that the folder is writable and has room");
     }
   }
   replace_durably(tmp, path);
@@ -35,9 +36,12 @@ void write_file(const std::string& path, const char* data, size_t size) {
 nlohmann::ordered_json metadata(const Checkpoint& ckpt) {
   return {
       {"class_names", ckpt.class_names},
-      {"input", "float32 (N, 28, 28, 1): 28x28 grayscale images, row by row, channels-last, each pixel / 255 "
-                "(0 black, 1 white), light drawing on black as in the training data"},
-      {"output", "float32 (N, classes): the probability of each class, in the order of class_names"},
+      {"input",
+       "float32 (N, 28, 28, 1): 28x28 grayscale images, row by row, channels-last, each pixel / "
+       "255 "
+       "(0 black, 1 white), light drawing on black as in the training data"},
+      {"output",
+       "float32 (N, classes): the probability of each class, in the order of class_names"},
       {"model_spec", ckpt.model.spec()},
       {"epoch", ckpt.state.epoch},
       {"step", ckpt.state.step},
@@ -50,25 +54,29 @@ void export_tfjs(const Checkpoint& ckpt, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (!std::filesystem::is_directory(dir))
-    throw Error("--tfjs " + dir + ": cannot make this folder (" + (ec ? ec.message() : "a file is in the way") +
-                "); give a new or existing folder");
+    throw Error("--tfjs " + dir + ": cannot make this folder (" +
+                (ec ? ec.message() : "a file is in the way") + "); give a new or existing folder");
   const Model& model = ckpt.model;
   const auto names = model.layer_names();
   nlohmann::ordered_json weights = nlohmann::ordered_json::array();
   std::vector<float> shard;  // the weights in manifest order
   for (size_t i = 0; i < model.layers().size(); ++i)
     for (const auto& p : model.layers()[i]->params()) {
-      weights.push_back({{"name", keras_weight_path(names[i], p)}, {"shape", p.shape}, {"dtype", "float32"}});
+      weights.push_back(
+          {{"name", keras_weight_path(names[i], p)}, {"shape", p.shape}, {"dtype", "float32"}});
       const auto first = model.params().begin() + model.param_offset(i) + p.offset;
       shard.insert(shard.end(), first, first + p.size());
     }
-  write_file(dir + "/" + kShard, reinterpret_cast<const char*>(shard.data()), shard.size() * sizeof(float));
+  write_file(dir + "/" + kShard, reinterpret_cast<const char*>(shard.data()),
+             shard.size() * sizeof(float));
   const nlohmann::ordered_json json = {
       {"format", "layers-model"},
       {"generatedBy", "pitrain"},
       {"convertedBy", nullptr},
       {"modelTopology",
-       {{"keras_version", kKerasVersion}, {"backend", kKerasBackend}, {"model_config", keras_model_config(model)}}},
+       {{"keras_version", kKerasVersion},
+        {"backend", kKerasBackend},
+        {"model_config", keras_model_config(model)}}},
       {"weightsManifest", {{{"paths", {kShard}}, {"weights", weights}}}},
       {"userDefinedMetadata", metadata(ckpt)},
   };

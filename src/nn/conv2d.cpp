@@ -18,8 +18,13 @@ class Conv2D : public Layer {
  public:
   // k x k kernel, stride 1; same = true pads as Keras 'same', else 'valid'.
   Conv2D(const LayerCall& call, int filters, int k, bool same, Activation act)
-      : Layer(call), filters_(filters), k_(k), same_(same), act_(act),
-        conv_(make_conv_algorithm(in_, output_shape(), k, padding(k, same), padding(k, same), act)) {}
+      : Layer(call),
+        filters_(filters),
+        k_(k),
+        same_(same),
+        act_(act),
+        conv_(
+            make_conv_algorithm(in_, output_shape(), k, padding(k, same), padding(k, same), act)) {}
   Shape output_shape() const override;
   std::vector<ParamView> params() const override;
   void init_params(uint64_t key) override;
@@ -28,7 +33,9 @@ class Conv2D : public Layer {
   void forward(const float* x, float* y, int n, const Context& ctx) override;
   void backward(const float* x, const float* y, float* dy, float* dx, int n) override;
   int64_t forward_flops() const override;
-  bool fuse_next(const Layer& next) override { return &next.type() == find_layer_type("maxpool2d") && conv_->fuse_pool(); }
+  bool fuse_next(const Layer& next) override {
+    return &next.type() == find_layer_type("maxpool2d") && conv_->fuse_pool();
+  }
 
   void keras_config(nlohmann::ordered_json& config) const override {
     config["filters"] = filters_;
@@ -44,7 +51,8 @@ class Conv2D : public Layer {
 
  private:
   std::string spec_args() const override {
-    return std::to_string(filters_) + "," + std::to_string(k_) + (same_ ? ",same" : "") + activation_arg(act_);
+    return std::to_string(filters_) + "," + std::to_string(k_) + (same_ ? ",same" : "") +
+           activation_arg(act_);
   }
 
   int64_t kernel_floats() const { return int64_t(k_) * k_ * in_.c * filters_; }  // the bias follows
@@ -94,8 +102,10 @@ std::unique_ptr<Layer> make_conv2d(const LayerCall& call) {
   bool same = false;
   Activation act = Activation::none;
   for (size_t i = 2; i < args.size(); ++i) {
-    if (args[i] == "same" || args[i] == "valid") same = args[i] == "same";
-    else act = activation(call, args[i]);
+    if (args[i] == "same" || args[i] == "valid")
+      same = args[i] == "same";
+    else
+      act = activation(call, args[i]);
   }
   if (act == Activation::softmax) throw UsageError("model spec: conv2d cannot end in softmax");
   if (!same && (call.in.h < k || call.in.w < k))

@@ -66,7 +66,9 @@ struct Geometry {
   int64_t input_at(int s, int oh, int ow, int i, int j) const {
     return ((int64_t(s) * in.h + oh + i - pad_top) * in.w + ow + j - pad_left) * in.c;
   }
-  int64_t output_at(int s, int oh, int ow) const { return ((int64_t(s) * out.h + oh) * out.w + ow) * out.c; }
+  int64_t output_at(int s, int oh, int ow) const {
+    return ((int64_t(s) * out.h + oh) * out.w + ow) * out.c;
+  }
   // Calls taps(at, offsets, count, t) for the taps of output pixel (s, oh, ow) inside the image:
   // count of them from kernel row t on, tap t + u reading the input at at + offsets[u].
   template <class Taps>
@@ -80,7 +82,8 @@ struct Geometry {
 
 // acc += x[offsets[u]] w_u for `count` taps, w_u the kernel rows from w on, F apart.
 template <class L, int V>
-inline __attribute__((always_inline)) void add_taps(L (&acc)[V], const float* x, const int64_t* offsets, int count,
+inline __attribute__((always_inline)) void add_taps(L (&acc)[V], const float* x,
+                                                    const int64_t* offsets, int count,
                                                     const float* w, int F) {
   for (int u = 0; u < count; ++u, w += F) {
     const float v = x[offsets[u]];
@@ -92,8 +95,9 @@ inline __attribute__((always_inline)) void add_taps(L (&acc)[V], const float* x,
 // first pixel. A pixel whose taps all fall inside the image keeps its sums in registers; one on
 // the padding (its sums in a lambda's reach) goes kernel row by kernel row.
 template <class L, int V>
-inline __attribute__((always_inline)) void forward_block(const Geometry& g, const float* x, const float* kernel,
-                                                         const float* bias, bool relu, float* y_row, int s, int oh,
+inline __attribute__((always_inline)) void forward_block(const Geometry& g, const float* x,
+                                                         const float* kernel, const float* bias,
+                                                         bool relu, float* y_row, int s, int oh,
                                                          int f0) {
   const int F = g.out.c;
   auto finish = [&](L(&acc)[V], float* out) PITRAIN_INLINE_LAMBDA {
@@ -112,9 +116,10 @@ inline __attribute__((always_inline)) void forward_block(const Geometry& g, cons
     }
     L border[V];
     load(border, bias + f0);
-    g.for_each_run(s, oh, ow, [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
-      add_taps(border, x + at, offsets, count, kernel + int64_t(t) * F + f0, F);
-    });
+    g.for_each_run(s, oh, ow,
+                   [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
+                     add_taps(border, x + at, offsets, count, kernel + int64_t(t) * F + f0, F);
+                   });
     finish(border, out);
   }
 }
@@ -124,12 +129,15 @@ inline __attribute__((always_inline)) void forward_block(const Geometry& g, cons
 // The row's pixels whose taps all fall inside the image add to a tap's kernel gradient in
 // registers, the row's dy staying in cache.
 template <class L, int V>
-inline __attribute__((always_inline)) void backward_block(const Geometry& g, const float* x, const float* y_row,
-                                                          float* dy_row, const float* kernel, bool relu, float* dkernel,
-                                                          float* dbias, float* dx, int s, int oh, int f0) {
+inline __attribute__((always_inline)) void backward_block(const Geometry& g, const float* x,
+                                                          const float* y_row, float* dy_row,
+                                                          const float* kernel, bool relu,
+                                                          float* dkernel, float* dbias, float* dx,
+                                                          int s, int oh, int f0) {
   const int F = g.out.c, C = g.in.c;
   // Output columns whose taps all fall inside the image, on rows that do.
-  const int first = std::min(g.pad_left, g.out.w), last = std::max(first, std::min(g.out.w, g.in.w + g.pad_left - g.k + 1));
+  const int first = std::min(g.pad_left, g.out.w),
+            last = std::max(first, std::min(g.out.w, g.in.w + g.pad_left - g.k + 1));
   float* dy = dy_row + f0;
   L db[V];
   load(db, dbias + f0);
@@ -160,22 +168,24 @@ inline __attribute__((always_inline)) void backward_block(const Geometry& g, con
     if (inner && !dx) continue;
     L d[V];
     load(d, dy + int64_t(ow) * F);
-    g.for_each_run(s, oh, ow, [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
-      for (int u = 0; u < count; ++u) {
-        const int64_t tap = int64_t(t + u) * F + f0;
-        if (!inner) {
-          L dw[V];
-          for (int l = 0; l < V; ++l) dw[l] = x[at + offsets[u]] * d[l];
-          add_to(dkernel + tap, dw);
-        }
-        if (!dx) continue;
-        L w[V];
-        load(w, kernel + tap);
-        L dot = w[0] * d[0];
-        for (int l = 1; l < V; ++l) dot += w[l] * d[l];
-        for (int l = 0; l < kWidth<L>; ++l) dx[at + offsets[u]] += reinterpret_cast<const float*>(&dot)[l];
-      }
-    });
+    g.for_each_run(s, oh, ow,
+                   [&](int64_t at, const int64_t* offsets, int count, int t) PITRAIN_INLINE_LAMBDA {
+                     for (int u = 0; u < count; ++u) {
+                       const int64_t tap = int64_t(t + u) * F + f0;
+                       if (!inner) {
+                         L dw[V];
+                         for (int l = 0; l < V; ++l) dw[l] = x[at + offsets[u]] * d[l];
+                         add_to(dkernel + tap, dw);
+                       }
+                       if (!dx) continue;
+                       L w[V];
+                       load(w, kernel + tap);
+                       L dot = w[0] * d[0];
+                       for (int l = 1; l < V; ++l) dot += w[l] * d[l];
+                       for (int l = 0; l < kWidth<L>; ++l)
+                         dx[at + offsets[u]] += reinterpret_cast<const float*>(&dot)[l];
+                     }
+                   });
   }
 }
 
@@ -190,18 +200,22 @@ inline __attribute__((always_inline)) void for_each_block(int F, Block block) {
 }
 
 // Output row (s, oh), every filter.
-inline __attribute__((always_inline)) void forward_row(const Geometry& g, const float* x, const float* kernel,
-                                                       const float* bias, bool relu, float* y_row, int s, int oh) {
+inline __attribute__((always_inline)) void forward_row(const Geometry& g, const float* x,
+                                                       const float* kernel, const float* bias,
+                                                       bool relu, float* y_row, int s, int oh) {
   for_each_block(g.out.c, [&](auto lane, auto vectors, int f0) PITRAIN_INLINE_LAMBDA {
     forward_block<decltype(lane), vectors()>(g, x, kernel, bias, relu, y_row, s, oh, f0);
   });
 }
 
-inline __attribute__((always_inline)) void backward_row(const Geometry& g, const float* x, const float* y_row,
-                                                        float* dy_row, const float* kernel, bool relu, float* dkernel,
-                                                        float* dbias, float* dx, int s, int oh) {
+inline __attribute__((always_inline)) void backward_row(const Geometry& g, const float* x,
+                                                        const float* y_row, float* dy_row,
+                                                        const float* kernel, bool relu,
+                                                        float* dkernel, float* dbias, float* dx,
+                                                        int s, int oh) {
   for_each_block(g.out.c, [&](auto lane, auto vectors, int f0) PITRAIN_INLINE_LAMBDA {
-    backward_block<decltype(lane), vectors()>(g, x, y_row, dy_row, kernel, relu, dkernel, dbias, dx, s, oh, f0);
+    backward_block<decltype(lane), vectors()>(g, x, y_row, dy_row, kernel, relu, dkernel, dbias, dx,
+                                              s, oh, f0);
   });
 }
 
@@ -213,15 +227,17 @@ void clear_gradients(const Geometry& g, float* dkernel, float* dbias, float* dx,
 }
 
 PITRAIN_VECTOR_COPIES
-void direct_forward(const Geometry& g, const float* x, const float* kernel, const float* bias, bool relu, float* y,
-                    int n) {
+void direct_forward(const Geometry& g, const float* x, const float* kernel, const float* bias,
+                    bool relu, float* y, int n) {
   for (int s = 0; s < n; ++s)
-    for (int oh = 0; oh < g.out.h; ++oh) forward_row(g, x, kernel, bias, relu, y + g.output_at(s, oh, 0), s, oh);
+    for (int oh = 0; oh < g.out.h; ++oh)
+      forward_row(g, x, kernel, bias, relu, y + g.output_at(s, oh, 0), s, oh);
 }
 
 PITRAIN_VECTOR_COPIES
-void direct_backward(const Geometry& g, const float* x, const float* y, float* dy, const float* kernel, bool relu,
-                     float* dkernel, float* dbias, float* dx, int n) {
+void direct_backward(const Geometry& g, const float* x, const float* y, float* dy,
+                     const float* kernel, bool relu, float* dkernel, float* dbias, float* dx,
+                     int n) {
   clear_gradients(g, dkernel, dbias, dx, n);
   for (int s = 0; s < n; ++s)
     for (int oh = 0; oh < g.out.h; ++oh) {
@@ -234,20 +250,22 @@ void direct_backward(const Geometry& g, const float* x, const float* y, float* d
 // scratch that stays in cache, and are pooled from there; pooled row (s, ph) of y and argmax
 // (n, Ho/2, Wo/2, F) starts at start(s, ph). An odd last output row is never made.
 struct PooledRows {
-  Shape two;        // the scratch's rows
-  int height;       // pooled rows an image, Ho/2
-  int64_t floats;   // a pooled row's, Wo/2 * F
-  explicit PooledRows(const Geometry& g) : two{2, g.out.w, g.out.c}, height(g.out.h / 2), floats(int64_t(g.out.w / 2) * g.out.c) {}
+  Shape two;       // the scratch's rows
+  int height;      // pooled rows an image, Ho/2
+  int64_t floats;  // a pooled row's, Wo/2 * F
+  explicit PooledRows(const Geometry& g)
+      : two{2, g.out.w, g.out.c}, height(g.out.h / 2), floats(int64_t(g.out.w / 2) * g.out.c) {}
   int64_t start(int s, int ph) const { return (int64_t(s) * height + ph) * floats; }
 };
 
 PITRAIN_VECTOR_COPIES
-void direct_pool_forward(const Geometry& g, const float* x, const float* kernel, const float* bias, bool relu,
-                         float* rows, float* y, uint8_t* argmax, int n) {
+void direct_pool_forward(const Geometry& g, const float* x, const float* kernel, const float* bias,
+                         bool relu, float* rows, float* y, uint8_t* argmax, int n) {
   const PooledRows p(g);
   for (int s = 0; s < n; ++s)
     for (int ph = 0; ph < p.height; ++ph) {
-      for (int r = 0; r < 2; ++r) forward_row(g, x, kernel, bias, relu, rows + r * p.two.w * p.two.c, s, 2 * ph + r);
+      for (int r = 0; r < 2; ++r)
+        forward_row(g, x, kernel, bias, relu, rows + r * p.two.w * p.two.c, s, 2 * ph + r);
       maxpool_forward(rows, y + p.start(s, ph), argmax + p.start(s, ph), 1, p.two);
     }
 }
@@ -257,8 +275,9 @@ void direct_pool_forward(const Geometry& g, const float* x, const float* kernel,
 // rows under each pooled row in `rows`, and back from them as direct_backward does, in the same
 // order: the same bits as the convolution and the pool apart.
 PITRAIN_VECTOR_COPIES
-void direct_pool_backward(const Geometry& g, const float* x, const float* y, float* dy, const float* kernel, bool relu,
-                          float* rows, const uint8_t* argmax, float* dkernel, float* dbias, float* dx, int n) {
+void direct_pool_backward(const Geometry& g, const float* x, const float* y, float* dy,
+                          const float* kernel, bool relu, float* rows, const uint8_t* argmax,
+                          float* dkernel, float* dbias, float* dx, int n) {
   clear_gradients(g, dkernel, dbias, dx, n);
   const PooledRows p(g);
   if (relu)
@@ -267,7 +286,8 @@ void direct_pool_backward(const Geometry& g, const float* x, const float* y, flo
     for (int ph = 0; ph < p.height; ++ph) {
       maxpool_backward(dy + p.start(s, ph), argmax + p.start(s, ph), rows, 1, p.two);
       for (int r = 0; r < 2; ++r)
-        backward_row(g, x, nullptr, rows + r * p.two.w * p.two.c, kernel, false, dkernel, dbias, dx, s, 2 * ph + r);
+        backward_row(g, x, nullptr, rows + r * p.two.w * p.two.c, kernel, false, dkernel, dbias, dx,
+                     s, 2 * ph + r);
     }
 }
 
@@ -286,28 +306,35 @@ class DirectConv : public ConvAlgorithm {
     if (pools_) argmax_.resize(size_t(batch) * (g_.out.h / 2) * (g_.out.w / 2) * g_.out.c);
   }
 
-  void forward(const float* x, const float* kernel, const float* bias, const float*, float* y, int n) override {
-    if (pools_) direct_pool_forward(g_, x, kernel, bias, relu_, rows_.data(), y, argmax_.data(), n);
-    else direct_forward(g_, x, kernel, bias, relu_, y, n);
+  void forward(const float* x, const float* kernel, const float* bias, const float*, float* y,
+               int n) override {
+    if (pools_)
+      direct_pool_forward(g_, x, kernel, bias, relu_, rows_.data(), y, argmax_.data(), n);
+    else
+      direct_forward(g_, x, kernel, bias, relu_, y, n);
   }
 
-  void backward(const float* x, const float* y, float* dy, const float* kernel, const float*, float* dkernel,
-                float* dbias, float* dx, int n) override {
-    if (pools_) direct_pool_backward(g_, x, y, dy, kernel, relu_, rows_.data(), argmax_.data(), dkernel, dbias, dx, n);
-    else direct_backward(g_, x, y, dy, kernel, relu_, dkernel, dbias, dx, n);
+  void backward(const float* x, const float* y, float* dy, const float* kernel, const float*,
+                float* dkernel, float* dbias, float* dx, int n) override {
+    if (pools_)
+      direct_pool_backward(g_, x, y, dy, kernel, relu_, rows_.data(), argmax_.data(), dkernel,
+                           dbias, dx, n);
+    else
+      direct_backward(g_, x, y, dy, kernel, relu_, dkernel, dbias, dx, n);
   }
 
  private:
   Geometry g_;
   bool relu_;
-  bool pools_ = false;            // fuse_pool: forward pools, backward takes the pooled gradient
-  std::vector<float> rows_;       // (2, Wo, F): two output rows on their way to the pool
-  std::vector<uint8_t> argmax_;   // (n, Ho/2, Wo/2, F): which of each window's taps won
+  bool pools_ = false;           // fuse_pool: forward pools, backward takes the pooled gradient
+  std::vector<float> rows_;      // (2, Wo, F): two output rows on their way to the pool
+  std::vector<uint8_t> argmax_;  // (n, Ho/2, Wo/2, F): which of each window's taps won
 };
 
 }  // namespace
 
-std::unique_ptr<ConvAlgorithm> make_direct_conv(Shape in, Shape out, int k, int pad_top, int pad_left, Activation act) {
+std::unique_ptr<ConvAlgorithm> make_direct_conv(Shape in, Shape out, int k, int pad_top,
+                                                int pad_left, Activation act) {
   return std::make_unique<DirectConv>(in, out, k, pad_top, pad_left, act);
 }
 

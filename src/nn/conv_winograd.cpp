@@ -1,6 +1,6 @@
-// Winograd F(m x m, 3x3) (Lavin and Gray, 2016): an m x m output tile is A^T [(G g G^T) . (B^T d B)] A
-// for the a x a input tile d (a = m + 2) and the 3x3 kernel g. In the transformed space the a^2
-// positions xi are independent: M_xi (tiles, F) = V_xi (tiles, Cin) x U_xi (Cin, F), a^2 GEMMs
+// Winograd F(m x m, 3x3) (Lavin and Gray, 2016): an m x m output tile is A^T [(G g G^T) . (B^T d
+// B)] A for the a x a input tile d (a = m + 2) and the 3x3 kernel g. In the transformed space the
+// a^2 positions xi are independent: M_xi (tiles, F) = V_xi (tiles, Cin) x U_xi (Cin, F), a^2 GEMMs
 // of 9 m^2 / a^2 times fewer multiplications than im2col's (2.25x for m = 2, 4x for m = 4), each
 // too small for packing to pay (gemm_unpacked). Backward is the exact adjoint of that forward:
 // dM = A dY A^T, dU_xi = V_xi^T dM_xi, dV_xi = dM_xi U_xi^T, then dg = G^T dU G and dd = B dV B^T.
@@ -28,15 +28,17 @@ struct F2x2 {
 };
 struct F4x4 {
   static constexpr int m = 4, a = 6;
-  static constexpr float BT[a][a] = {{4, 0, -5, 0, 1, 0},   {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
-                                     {0, -2, -1, 2, 1, 0},  {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static constexpr float BT[a][a] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0},
+                                     {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0},
+                                     {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
   static constexpr float G[a][3] = {{1.0f / 4, 0, 0},
                                     {-1.0f / 6, -1.0f / 6, -1.0f / 6},
                                     {-1.0f / 6, 1.0f / 6, -1.0f / 6},
                                     {1.0f / 24, 1.0f / 12, 1.0f / 6},
                                     {1.0f / 24, -1.0f / 12, 1.0f / 6},
                                     {0, 0, 1}};
-  static constexpr float AT[m][a] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+  static constexpr float AT[m][a] = {
+      {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 };
 
 // Every transform here is X -> P X P^T on a tile of pixels, done for a block of L channels at a
@@ -74,7 +76,8 @@ inline __attribute__((always_inline)) void sandwich(Coef p, In x, Out y) {
       for (int j1 = 0; j1 < J; ++j1) {
         const float c = p(i1, j1);
         if (c == 0) continue;
-        for (int l = 0; l < L; ++l) acc[l] = first ? c * rows[j1][i2][l] : acc[l] + c * rows[j1][i2][l];
+        for (int l = 0; l < L; ++l)
+          acc[l] = first ? c * rows[j1][i2][l] : acc[l] + c * rows[j1][i2][l];
         first = false;
       }
       float* out = y(i1, i2);
@@ -88,11 +91,13 @@ template <int I, int J, bool Add = false, class Coef, class In, class Out>
 inline __attribute__((always_inline)) void sandwich_channels(int n, Coef p, In x, Out y) {
   int c = 0;
   for (; c + kLanes <= n; c += kLanes)
-    sandwich<I, J, kLanes, Add>(p, [&](int j1, int j2) { return x(j1, j2, c); },
-                                [&](int i1, int i2) { return y(i1, i2, c); });
+    sandwich<I, J, kLanes, Add>(
+        p, [&](int j1, int j2) { return x(j1, j2, c); },
+        [&](int i1, int i2) { return y(i1, i2, c); });
   for (; c < n; ++c)
-    sandwich<I, J, 1, Add>(p, [&](int j1, int j2) { return x(j1, j2, c); },
-                           [&](int i1, int i2) { return y(i1, i2, c); });
+    sandwich<I, J, 1, Add>(
+        p, [&](int j1, int j2) { return x(j1, j2, c); },
+        [&](int i1, int i2) { return y(i1, i2, c); });
 }
 
 // Floats from one position's matrix to the next for matrices of `floats`: an odd number of cache
@@ -109,9 +114,17 @@ class WinogradConv : public ConvAlgorithm {
 
  public:
   WinogradConv(Shape in, Shape out, int pad_top, int pad_left, Activation act)
-      : in_(in), out_(out), pad_top_(pad_top), pad_left_(pad_left), act_(act), tiles_h_((out.h + m - 1) / m),
-        tiles_w_((out.w + m - 1) / m), su_(position_stride(int64_t(in.c) * out.c)), du_(positions * size_t(su_)),
-        zeros_(size_t(std::max(in.c, out.c)), 0.0f), discard_(zeros_.size()) {}
+      : in_(in),
+        out_(out),
+        pad_top_(pad_top),
+        pad_left_(pad_left),
+        act_(act),
+        tiles_h_((out.h + m - 1) / m),
+        tiles_w_((out.w + m - 1) / m),
+        su_(position_stride(int64_t(in.c) * out.c)),
+        du_(positions * size_t(su_)),
+        zeros_(size_t(std::max(in.c, out.c)), 0.0f),
+        discard_(zeros_.size()) {}
 
   void reserve(int batch) override {
     const size_t tiles = size_t(batch) * tiles_h_ * tiles_w_;
@@ -122,40 +135,47 @@ class WinogradConv : public ConvAlgorithm {
   // U (a^2, Cin, F), then U^T (a^2, F, Cin) for dV's products, which read it as rows, then the
   // kernel transposed (3, 3, F, Cin), from which U^T is made as U is from the kernel. Forward
   // alone (validation) reads only U, but a thread's prepared weights serve its whole batch.
-  int64_t prepared_floats() const override { return 2 * int64_t(du_.size()) + 9 * int64_t(in_.c) * out_.c; }
+  int64_t prepared_floats() const override {
+    return 2 * int64_t(du_.size()) + 9 * int64_t(in_.c) * out_.c;
+  }
   void prepare(const float* kernel, float* u) const override {
     const int64_t C = in_.c, F = out_.c;
     float* ut = u + du_.size();
     float* kernel_t = ut + du_.size();
     transform_kernel(kernel, C, F, u);
     for (int64_t tap = 0; tap < 9; ++tap)
-      MatrixView(kernel_t + tap * F * C, F, C) = ConstMatrixView(kernel + tap * C * F, C, F).transpose();
+      MatrixView(kernel_t + tap * F * C, F, C) =
+          ConstMatrixView(kernel + tap * C * F, C, F).transpose();
     transform_kernel(kernel_t, F, C, ut);
   }
 
-  void forward(const float* x, const float*, const float* bias, const float* u, float* y, int n) override {
+  void forward(const float* x, const float*, const float* bias, const float* u, float* y,
+               int n) override {
     const int64_t tiles = int64_t(n) * tiles_h_ * tiles_w_, C = in_.c, F = out_.c;
     const int64_t sv = position_stride(tiles * C), sm = position_stride(tiles * F);
     for (int64_t t = 0; t < tiles; ++t) transform_input_tile(x, t, sv);
     for (int xi = 0; xi < positions; ++xi)
-      gemm_unpacked(int(tiles), int(F), int(C), &v_[size_t(xi * sv)], C, 1, u + xi * su_, F, &m_[size_t(xi * sm)], F);
+      gemm_unpacked(int(tiles), int(F), int(C), &v_[size_t(xi * sv)], C, 1, u + xi * su_, F,
+                    &m_[size_t(xi * sm)], F);
     for (int64_t t = 0; t < tiles; ++t) transform_output_tile(y, t, sm);
     add_bias(y, n * out_.h * out_.w, out_.c, bias, act_);
   }
 
-  void backward(const float*, const float* y, float* dy, const float*, const float* u, float* dkernel, float* dbias,
-                float* dx, int n) override {
+  void backward(const float*, const float* y, float* dy, const float*, const float* u,
+                float* dkernel, float* dbias, float* dx, int n) override {
     const int64_t tiles = int64_t(n) * tiles_h_ * tiles_w_, C = in_.c, F = out_.c;
     const int64_t sv = position_stride(tiles * C), sm = position_stride(tiles * F);
     bias_backward(y, dy, n * out_.h * out_.w, out_.c, dbias, act_);
     for (int64_t t = 0; t < tiles; ++t) output_tile_adjoint(dy, t, sm);  // dM into m_
     for (int xi = 0; xi < positions; ++xi)
-      gemm_unpacked(int(C), int(F), int(tiles), &v_[size_t(xi * sv)], 1, C, &m_[size_t(xi * sm)], F, &du_[size_t(xi * su_)], F);
+      gemm_unpacked(int(C), int(F), int(tiles), &v_[size_t(xi * sv)], 1, C, &m_[size_t(xi * sm)], F,
+                    &du_[size_t(xi * su_)], F);
     kernel_adjoint(dkernel);
     if (!dx) return;
     const float* ut = u + du_.size();
     for (int xi = 0; xi < positions; ++xi)  // V is spent: dV into v_
-      gemm_unpacked(int(tiles), int(C), int(F), &m_[size_t(xi * sm)], F, 1, ut + xi * su_, C, &v_[size_t(xi * sv)], C);
+      gemm_unpacked(int(tiles), int(C), int(F), &m_[size_t(xi * sm)], F, 1, ut + xi * su_, C,
+                    &v_[size_t(xi * sv)], C);
     std::fill_n(dx, int64_t(n) * in_.size(), 0.0f);
     for (int64_t t = 0; t < tiles; ++t) input_tile_adjoint(dx, t, sv);
   }
@@ -181,7 +201,9 @@ class WinogradConv : public ConvAlgorithm {
     for (int p = 0; p < m; ++p)
       for (int q = 0; q < m; ++q) {
         const int64_t oh = m * ty + p, ow = m * tx + q;
-        taps[p * m + q] = oh < out_.h && ow < out_.w ? image + ((s * out_.h + oh) * out_.w + ow) * out_.c : outside;
+        taps[p * m + q] = oh < out_.h && ow < out_.w
+                              ? image + ((s * out_.h + oh) * out_.w + ow) * out_.c
+                              : outside;
       }
   }
 
@@ -215,7 +237,8 @@ class WinogradConv : public ConvAlgorithm {
     input_taps(x, t, zeros_.data(), taps);
     const int64_t C = in_.c;
     sandwich_channels<a, a>(
-        int(C), [](int i, int j) { return T::BT[i][j]; }, [&](int r, int q, int c) { return taps[r * a + q] + c; },
+        int(C), [](int i, int j) { return T::BT[i][j]; },
+        [&](int r, int q, int c) { return taps[r * a + q] + c; },
         [&](int xa, int b, int c) { return &v_[size_t((xa * a + b) * sv + t * C + c)]; });
   }
 
@@ -227,7 +250,9 @@ class WinogradConv : public ConvAlgorithm {
     const int64_t C = in_.c;
     sandwich_channels<a, a, true>(
         int(C), [](int i, int j) { return T::BT[j][i]; },
-        [&](int xa, int b, int c) -> const float* { return &v_[size_t((xa * a + b) * sv + t * C + c)]; },
+        [&](int xa, int b, int c) -> const float* {
+          return &v_[size_t((xa * a + b) * sv + t * C + c)];
+        },
         [&](int r, int q, int c) { return taps[r * a + q] + c; });
   }
 
@@ -239,7 +264,9 @@ class WinogradConv : public ConvAlgorithm {
     const int64_t F = out_.c;
     sandwich_channels<m, a>(
         int(F), [](int i, int j) { return T::AT[i][j]; },
-        [&](int xa, int b, int f) -> const float* { return &m_[size_t((xa * a + b) * sm + t * F + f)]; },
+        [&](int xa, int b, int f) -> const float* {
+          return &m_[size_t((xa * a + b) * sm + t * F + f)];
+        },
         [&](int p, int q, int f) { return taps[p * m + q] + f; });
   }
 
@@ -250,7 +277,8 @@ class WinogradConv : public ConvAlgorithm {
     output_taps(dy, t, zeros_.data(), taps);
     const int64_t F = out_.c;
     sandwich_channels<a, m>(
-        int(F), [](int i, int j) { return T::AT[j][i]; }, [&](int p, int q, int f) { return taps[p * m + q] + f; },
+        int(F), [](int i, int j) { return T::AT[j][i]; },
+        [&](int p, int q, int f) { return taps[p * m + q] + f; },
         [&](int xa, int b, int f) { return &m_[size_t((xa * a + b) * sm + t * F + f)]; });
   }
 
@@ -264,19 +292,21 @@ class WinogradConv : public ConvAlgorithm {
   // input tiles, kept for backward, then dV; their products, in backward dM.
   std::vector<float> v_, m_;
   const std::vector<float> zeros_;  // read where a tile leaves the image
-  std::vector<float> discard_;  // written where a tile leaves the image
+  std::vector<float> discard_;      // written where a tile leaves the image
 };
 
 }  // namespace
 
 int winograd_tile(Shape out) {
   // GEMM work is tiles x a^2: the larger tile only where it covers the output with less.
-  auto work = [&](int m) { return int64_t((out.h + m - 1) / m) * ((out.w + m - 1) / m) * (m + 2) * (m + 2); };
+  auto work = [&](int m) {
+    return int64_t((out.h + m - 1) / m) * ((out.w + m - 1) / m) * (m + 2) * (m + 2);
+  };
   return work(4) < work(2) ? 4 : 2;
 }
 
-std::unique_ptr<ConvAlgorithm> make_winograd_conv(Shape in, Shape out, int pad_top, int pad_left, int tile,
-                                                  Activation act) {
+std::unique_ptr<ConvAlgorithm> make_winograd_conv(Shape in, Shape out, int pad_top, int pad_left,
+                                                  int tile, Activation act) {
   if (tile == 4) return std::make_unique<WinogradConv<F4x4>>(in, out, pad_top, pad_left, act);
   return std::make_unique<WinogradConv<F2x2>>(in, out, pad_top, pad_left, act);
 }

@@ -40,7 +40,9 @@ class Dense : public Layer {
   // 41 us at 2 rows (bench/RESULTS.md, forty-seventh pass). Only on a share of a batch (no
   // pool), whose thread's later shares reuse them: a whole batch on the pool (`mlp` at batch 8)
   // keeps Eigen's GEMM, where making them cost more than they saved (3 % of the step).
-  int64_t prepared_floats() const override { return narrow() ? in_.size() * (kNarrow + units_) : 0; }
+  int64_t prepared_floats() const override {
+    return narrow() ? in_.size() * (kNarrow + units_) : 0;
+  }
 
   void reserve(int batch) override {
     if (!narrow()) return;
@@ -63,7 +65,8 @@ class Dense : public Layer {
     parts_ = pool_ ? pool_->parts(d * int64_t(units_)) : 1;
     if (unpacked() && !ctx.prepared) prepare();
     if (unpacked()) {
-      gemm_unpacked(n, kNarrow, d, x, d, 1, padded(), kNarrow, padded_rows_.data(), kNarrow);  // (n, kNarrow)
+      gemm_unpacked(n, kNarrow, d, x, d, 1, padded(), kNarrow, padded_rows_.data(),
+                    kNarrow);  // (n, kNarrow)
       cut(padded_rows_.data(), n, y);
     } else if (parts_ == 1) {
       gemm(false, false, n, units_, d, x, w_, y);
@@ -74,7 +77,8 @@ class Dense : public Layer {
       pool_->run(parts_, [&](int p) {
         const int lo = rows_from(p), hi = rows_from(p + 1);
         float* xp = x_part(p, n);
-        for (int i = 0; i < n; ++i) std::copy(x + int64_t(i) * d + lo, x + int64_t(i) * d + hi, xp + int64_t(i) * (hi - lo));
+        for (int i = 0; i < n; ++i)
+          std::copy(x + int64_t(i) * d + lo, x + int64_t(i) * d + hi, xp + int64_t(i) * (hi - lo));
         float* part = p ? &partials_[size_t(out * (p - 1))] : y;
         gemm(false, false, n, units_, hi - lo, xp, w_ + int64_t(lo) * units_, part);
       });
@@ -89,7 +93,8 @@ class Dense : public Layer {
     bias_backward(y, dy, n, units_, dw_ + int64_t(d) * units_, act_);
     if (unpacked()) {
       pad(dy, n, padded_rows_.data());
-      gemm_unpacked(d, kNarrow, n, x, 1, d, padded_rows_.data(), kNarrow, dw_padded_.data(), kNarrow);  // x^T dY
+      gemm_unpacked(d, kNarrow, n, x, 1, d, padded_rows_.data(), kNarrow, dw_padded_.data(),
+                    kNarrow);  // x^T dY
       cut(dw_padded_.data(), d, dw_);
       if (dx) gemm_unpacked(n, d, units_, dy, units_, 1, transposed(), d, dx, d);  // dY W^T
       return;
@@ -98,10 +103,14 @@ class Dense : public Layer {
       const int lo = rows_from(p), hi = rows_from(p + 1);
       const float* x_rows = parts_ == 1 ? x : x_part(p, n);  // (n, hi - lo)
       gemm(true, false, hi - lo, units_, n, x_rows, dy, dw_ + int64_t(lo) * units_);  // dW = x^T dY
-      if (dx) gemm(false, true, n, hi - lo, units_, dy, units_, w_ + int64_t(lo) * units_, units_, dx + lo, d);  // dx = dY W^T
+      if (dx)
+        gemm(false, true, n, hi - lo, units_, dy, units_, w_ + int64_t(lo) * units_, units_,
+             dx + lo, d);  // dx = dY W^T
     };
-    if (parts_ == 1) rows(0);
-    else pool_->run(parts_, rows);
+    if (parts_ == 1)
+      rows(0);
+    else
+      pool_->run(parts_, rows);
   }
 
  private:
@@ -109,23 +118,30 @@ class Dense : public Layer {
 
   static constexpr int kNarrow = 16;
   bool narrow() const { return units_ <= kNarrow; }
-  bool unpacked() const { return narrow() && !pool_; }  // the last forward's way
-  float* padded() const { return prepared_; }                                 // (in, kNarrow)
-  float* transposed() const { return prepared_ + in_.size() * kNarrow; }   // (units, in)
+  bool unpacked() const { return narrow() && !pool_; }                    // the last forward's way
+  float* padded() const { return prepared_; }                             // (in, kNarrow)
+  float* transposed() const { return prepared_ + in_.size() * kNarrow; }  // (units, in)
   // (rows, units) -> (rows, kNarrow), zeros after each row, and back.
   void pad(const float* m, int64_t rows, float* out) const {
-    for (int64_t i = 0; i < rows; ++i) std::fill(std::copy_n(m + i * units_, units_, out + i * kNarrow), out + (i + 1) * kNarrow, 0.0f);
+    for (int64_t i = 0; i < rows; ++i)
+      std::fill(std::copy_n(m + i * units_, units_, out + i * kNarrow), out + (i + 1) * kNarrow,
+                0.0f);
   }
   void cut(const float* m, int64_t rows, float* out) const {
     for (int64_t i = 0; i < rows; ++i) std::copy_n(m + i * kNarrow, units_, out + i * units_);
   }
   void prepare() {
     pad(w_, in_.size(), padded());
-    MatrixView(transposed(), units_, in_.size()) = ConstMatrixView(w_, in_.size(), units_).transpose();
+    MatrixView(transposed(), units_, in_.size()) =
+        ConstMatrixView(w_, in_.size(), units_).transpose();
   }
 
-  int rows_from(int part) const { return int(in_.size() * part / parts_); }  // the kernel's first row of a part
-  float* x_part(int part, int n) { return x_parts_.data() + int64_t(n) * rows_from(part); }  // (n, its rows)
+  int rows_from(int part) const {
+    return int(in_.size() * part / parts_);
+  }  // the kernel's first row of a part
+  float* x_part(int part, int n) {
+    return x_parts_.data() + int64_t(n) * rows_from(part);
+  }  // (n, its rows)
 
   int units_;
   Activation act_;
@@ -133,8 +149,9 @@ class Dense : public Layer {
   int parts_ = 1;
   std::vector<float> partials_;  // (parts_ - 1, n, units): the partial products of parts 1..
   std::vector<float> x_parts_;   // (n, in) as parts_ blocks: part p's columns of x, (n, its rows)
-  std::vector<float> padded_rows_;  // narrow: (n, kNarrow), y before it is cut to units, then dY padded
-  std::vector<float> dw_padded_;    // narrow: (in, kNarrow), dW before it is cut to units
+  std::vector<float>
+      padded_rows_;  // narrow: (n, kNarrow), y before it is cut to units, then dY padded
+  std::vector<float> dw_padded_;  // narrow: (in, kNarrow), dW before it is cut to units
 };
 
 }  // namespace
@@ -143,7 +160,8 @@ std::unique_ptr<Layer> make_dense(const LayerCall& call) {
   expect_args(call, 1, 2);
   const int units = positive_int(call, call.args[0]);
   const Activation act = call.args.size() == 2 ? activation(call, call.args[1]) : Activation::none;
-  if (call.in.h != 1 || call.in.w != 1) throw UsageError("model spec: dense needs a flat input; put flatten before it");
+  if (call.in.h != 1 || call.in.w != 1)
+    throw UsageError("model spec: dense needs a flat input; put flatten before it");
   return std::make_unique<Dense>(call, units, act);
 }
 

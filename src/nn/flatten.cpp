@@ -13,13 +13,17 @@ class Flatten : public Layer {
   explicit Flatten(const LayerCall& call) : Layer(call) {}
   Shape output_shape() const override { return {1, 1, int(in_.size()), true}; }
 
-  void forward(const float* x, float* y, int n, const Context&) override { std::copy_n(x, n * in_.size(), y); }
+  void forward(const float* x, float* y, int n, const Context&) override {
+    std::copy_n(x, n * in_.size(), y);
+  }
 
   void backward(const float*, const float*, float* dy, float* dx, int n) override {
     if (dx) std::copy_n(dy, n * in_.size(), dx);
   }
 
-  void keras_config(nlohmann::ordered_json& config) const override { config["data_format"] = "channels_last"; }
+  void keras_config(nlohmann::ordered_json& config) const override {
+    config["data_format"] = "channels_last";
+  }
 };
 
 }  // namespace

@@ -19,29 +19,30 @@ namespace pitrain {
 // OpenBLAS takes one global mutex twice a call, which two threads making cnn's ~450 small GEMMs a
 // step contend for, and clears or scales C in a pass of its own (bench/RESULTS.md, fifteenth and
 // thirty-second passes).
-void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-                 int ldc, const float* add_alpha);
-void gemm_avx2(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-               int ldc, const float* add_alpha);
-void gemm_unpacked_avx512(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
-                          float* c, int64_t ldc);
-void gemm_unpacked_avx2(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
-                        float* c, int64_t ldc);
+void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
+                 const float* b, int ldb, float* c, int ldc, const float* add_alpha);
+void gemm_avx2(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
+               const float* b, int ldb, float* c, int ldc, const float* add_alpha);
+void gemm_unpacked_avx512(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col,
+                          const float* b, int64_t ldb, float* c, int64_t ldc);
+void gemm_unpacked_avx2(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col,
+                        const float* b, int64_t ldb, float* c, int64_t ldc);
 #endif
 
 namespace {
 
 #ifdef PITRAIN_OPENBLAS
-void openblas_gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                   float* c, int ldc, const float* add_alpha) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
-              add_alpha ? *add_alpha : 1.0f, a, lda, b, ldb, add_alpha ? 1.0f : 0.0f, c, ldc);
+void openblas_gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
+                   const float* b, int ldb, float* c, int ldc, const float* add_alpha) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, add_alpha ? *add_alpha : 1.0f, a, lda,
+              b, ldb, add_alpha ? 1.0f : 0.0f, c, ldc);
 }
 #endif
 
 // 4-float vectors, SSE2's and NEON's (the Pis'), in the build's instruction set.
-void gemm_unpacked_portable(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
-                            float* c, int64_t ldc) {
+void gemm_unpacked_portable(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col,
+                            const float* b, int64_t ldb, float* c, int64_t ldc) {
   using V = float __attribute__((vector_size(16)));
 #ifdef __aarch64__
   constexpr int registers = 32;
@@ -55,8 +56,10 @@ struct GemmKernel {
   const char* name;
   bool (*supported)();
   // C = op(A) op(B), or with add_alpha C += *add_alpha op(A) op(B)
-  void (*run)(bool, bool, int, int, int, const float*, int, const float*, int, float*, int, const float* add_alpha);
-  void (*unpacked)(int, int, int, const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t);  // gemm_unpacked
+  void (*run)(bool, bool, int, int, int, const float*, int, const float*, int, float*, int,
+              const float* add_alpha);
+  void (*unpacked)(int, int, int, const float*, int64_t, int64_t, const float*, int64_t, float*,
+                   int64_t);  // gemm_unpacked
 };
 
 // The build's kernels, fastest first: gemm() takes the first this CPU runs. The last runs on
@@ -69,7 +72,8 @@ const GemmKernel kKernels[] = {
               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
      },
      gemm_avx512, gemm_unpacked_avx512},
-    {"eigen-avx2", [] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }, gemm_avx2, gemm_unpacked_avx2},
+    {"eigen-avx2", [] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); },
+     gemm_avx2, gemm_unpacked_avx2},
 #endif
 #ifdef PITRAIN_OPENBLAS
     {"openblas", [] { return true; }, openblas_gemm, gemm_unpacked_portable},
@@ -92,30 +96,37 @@ std::atomic<const GemmKernel*>& current_kernel() {
 }
 
 // Whole row-major matrices: each stride is its matrix's width as stored.
-void gemm_whole(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c,
-                const float* add_alpha) {
-  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, trans_a ? m : k, b, trans_b ? k : n, c, n,
-                                                        add_alpha);
+void gemm_whole(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+                float* c, const float* add_alpha) {
+  current_kernel()
+      .load(std::memory_order_relaxed)
+      ->run(trans_a, trans_b, m, n, k, a, trans_a ? m : k, b, trans_b ? k : n, c, n, add_alpha);
 }
 
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float* c) {
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+          float* c) {
   gemm_whole(trans_a, trans_b, m, n, k, a, b, c, nullptr);
 }
 
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-          int ldc) {
-  current_kernel().load(std::memory_order_relaxed)->run(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, nullptr);
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda, const float* b,
+          int ldb, float* c, int ldc) {
+  current_kernel()
+      .load(std::memory_order_relaxed)
+      ->run(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, nullptr);
 }
 
-void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b, float* c) {
+void gemm_add(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+              const float* b, float* c) {
   gemm_whole(trans_a, trans_b, m, n, k, a, b, c, &alpha);
 }
 
-void gemm_unpacked(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c,
-                   int64_t ldc) {
-  current_kernel().load(std::memory_order_relaxed)->unpacked(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+void gemm_unpacked(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col,
+                   const float* b, int64_t ldb, float* c, int64_t ldc) {
+  current_kernel()
+      .load(std::memory_order_relaxed)
+      ->unpacked(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
 }
 
 std::string gemm_backend() { return current_kernel().load()->name; }

@@ -12,18 +12,22 @@
 
 namespace pitrain {
 
-void PITRAIN_JOIN(gemm_, PITRAIN_GEMM_ISA)(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
-                                           const float* b, int ldb, float* c, int ldc, const float* add_alpha) {
+void PITRAIN_JOIN(gemm_, PITRAIN_GEMM_ISA)(bool trans_a, bool trans_b, int m, int n, int k,
+                                           const float* a, int lda, const float* b, int ldb,
+                                           float* c, int ldc, const float* add_alpha) {
   eigen_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, add_alpha);
 }
 
 // AVX-512: 32 registers of 16 floats; AVX2: 16 of 8.
-void PITRAIN_JOIN(gemm_unpacked_, PITRAIN_GEMM_ISA)(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col,
-                                                    const float* b, int64_t ldb, float* c, int64_t ldc) {
+void PITRAIN_JOIN(gemm_unpacked_, PITRAIN_GEMM_ISA)(int m, int n, int k, const float* a,
+                                                    int64_t a_row, int64_t a_col, const float* b,
+                                                    int64_t ldb, float* c, int64_t ldc) {
 #ifdef __AVX512F__
-  UnpackedGemm<float __attribute__((vector_size(64))), 32>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+  UnpackedGemm<float __attribute__((vector_size(64))), 32>::run(m, n, k, a, a_row, a_col, b, ldb, c,
+                                                                ldc);
 #else
-  UnpackedGemm<float __attribute__((vector_size(32))), 16>::run(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+  UnpackedGemm<float __attribute__((vector_size(32))), 16>::run(m, n, k, a, a_row, a_col, b, ldb, c,
+                                                                ldc);
 #endif
 }
 

@@ -33,7 +33,8 @@ struct UnpackedGemm {
 
   // The R x NV block of C at c.
   template <int R, int NV>
-  static void block(int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  static void block(int k, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                    int64_t ldb, float* c, int64_t ldc) {
     V acc[R][NV];
     for (int r = 0; r < R; ++r)
       for (int j = 0; j < NV; ++j) acc[r][j] = V{};
@@ -50,26 +51,30 @@ struct UnpackedGemm {
   }
 
   // blocks[(nv - 1) * kMaxRows + r - 1]: the block of r rows and nv vectors, where they fit.
-  using Block = void (*)(int, const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t);
+  using Block = void (*)(int, const float*, int64_t, int64_t, const float*, int64_t, float*,
+                         int64_t);
   template <int I>
   static constexpr Block entry() {
     constexpr int r = I % kMaxRows + 1, nv = I / kMaxRows + 1;
-    if constexpr (r <= rows(nv)) return &block<r, nv>;
-    else return nullptr;
+    if constexpr (r <= rows(nv))
+      return &block<r, nv>;
+    else
+      return nullptr;
   }
   template <size_t... I>
   static constexpr std::array<Block, sizeof...(I)> table(std::index_sequence<I...>) {
     return {entry<int(I)>()...};
   }
 
-  static void run(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, float* c,
-                  int64_t ldc) {
+  static void run(int m, int n, int k, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                  int64_t ldb, float* c, int64_t ldc) {
     static constexpr auto blocks = table(std::make_index_sequence<kVectors * kMaxRows>());
     int j = 0;
     for (int nv; (nv = std::min(kVectors, (n - j) / kWidth)) > 0; j += nv * kWidth)
       for (int i = 0; i < m; i += rows(nv)) {
         const int r = std::min(rows(nv), m - i);
-        blocks[size_t((nv - 1) * kMaxRows + r - 1)](k, a + i * a_row, a_row, a_col, b + j, ldb, c + i * ldc + j, ldc);
+        blocks[size_t((nv - 1) * kMaxRows + r - 1)](k, a + i * a_row, a_row, a_col, b + j, ldb,
+                                                    c + i * ldc + j, ldc);
       }
     for (int i = 0; i < m; ++i)  // the columns past the last whole vector
       for (int jj = j; jj < n; ++jj) {

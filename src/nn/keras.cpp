@@ -4,21 +4,24 @@
 
 namespace pitrain {
 
-std::string keras_weight_path(const std::string& layer_name, const ParamView& p) { return layer_name + "/" + p.name; }
+std::string keras_weight_path(const std::string& layer_name, const ParamView& p) {
+  return layer_name + "/" + p.name;
+}
 
 void add_keras_kernel_config(nlohmann::ordered_json& config) {
   config["use_bias"] = true;
   config["kernel_initializer"] = {{"class_name", "GlorotUniform"}, {"config", {{"seed", nullptr}}}};
-  config["bias_initializer"] = {{"class_name", "Zeros"}, {"config", nlohmann::ordered_json::object()}};
-  for (const char* key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
-                          "bias_constraint"})
+  config["bias_initializer"] = {{"class_name", "Zeros"},
+                                {"config", nlohmann::ordered_json::object()}};
+  for (const char* key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                          "kernel_constraint", "bias_constraint"})
     config[key] = nullptr;
 }
 
 namespace {
 
-nlohmann::ordered_json layer_entry(const std::string& keras_class, const std::string& name, bool first,
-                                   const Layer* layer) {
+nlohmann::ordered_json layer_entry(const std::string& keras_class, const std::string& name,
+                                   bool first, const Layer* layer) {
   nlohmann::ordered_json config = {{"name", name}, {"trainable", true}};
   if (first) config["batch_input_shape"] = {nullptr, kInputShape.h, kInputShape.w, kInputShape.c};
   config["dtype"] = "float32";

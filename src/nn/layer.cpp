@@ -26,7 +26,8 @@ int64_t Layer::num_params() const {
 }
 
 PITRAIN_VECTOR_COPIES
-void add_bias(float* __restrict y, int rows, int cols, const float* __restrict bias, Activation act) {
+void add_bias(float* __restrict y, int rows, int cols, const float* __restrict bias,
+              Activation act) {
   for (int r = 0; r < rows; ++r, y += cols)
     if (act == Activation::relu)
       for (int c = 0; c < cols; ++c) y[c] = std::max(y[c] + bias[c], 0.0f);
@@ -35,8 +36,8 @@ void add_bias(float* __restrict y, int rows, int cols, const float* __restrict b
 }
 
 PITRAIN_VECTOR_COPIES
-void bias_backward(const float* __restrict y, float* __restrict dy, int rows, int cols, float* __restrict dbias,
-                   Activation act) {
+void bias_backward(const float* __restrict y, float* __restrict dy, int rows, int cols,
+                   float* __restrict dbias, Activation act) {
   std::fill_n(dbias, cols, 0.0f);
   for (int r = 0; r < rows; ++r, y += cols, dy += cols) {
     if (act == Activation::relu)

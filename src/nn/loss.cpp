@@ -5,8 +5,8 @@
 
 namespace pitrain {
 
-LossStats softmax_cross_entropy(const float* logits, const int32_t* labels, int n, int classes, float* dlogits,
-                                float grad_scale) {
+LossStats softmax_cross_entropy(const float* logits, const int32_t* labels, int n, int classes,
+                                float* dlogits, float grad_scale) {
   LossStats st;
   for (int i = 0; i < n; ++i) {
     const float* z = logits + int64_t(i) * classes;

@@ -57,7 +57,8 @@ void maxpool_forward(const float* x, float* y, uint8_t* arg, int n, Shape in) {
         float* __restrict out = y;
         uint8_t* __restrict which = arg;
         int ch = 0;
-        for (; ch + kWidth<Lanes> <= c; ch += kWidth<Lanes>) {  // as below, in selects, not branches
+        for (; ch + kWidth<Lanes> <= c;
+             ch += kWidth<Lanes>) {  // as below, in selects, not branches
           Lanes best = lanes_at<Lanes>(t0 + ch);
           LaneInts w = {};
           const float* taps[] = {t1, t2, t3};
@@ -119,7 +120,8 @@ void MaxPool2D::backward(const float*, const float*, float* dy, float* dx, int n
 
 std::unique_ptr<Layer> make_maxpool2d(const LayerCall& call) {
   expect_args(call, 0, 0);
-  if (call.in.h < 2 || call.in.w < 2) throw UsageError("model spec: maxpool2d needs an input of at least 2x2");
+  if (call.in.h < 2 || call.in.w < 2)
+    throw UsageError("model spec: maxpool2d needs an input of at least 2x2");
   return std::make_unique<MaxPool2D>(call);
 }
 

@@ -17,12 +17,12 @@ const std::vector<LayerType>& layer_types() {
   // In the order the unknown-layer error lists them.
   static const std::vector<LayerType> types = {
       // token       Keras class     Keras name       usage
-      {"conv2d",    "Conv2D",       "conv2d",        "FILTERS,K[,same][,relu]",      make_conv2d},
-      {"maxpool2d", "MaxPooling2D", "max_pooling2d", "",                             make_maxpool2d},
-      {"flatten",   "Flatten",      "flatten",       "",                             make_flatten},
-      {"dropout",   "Dropout",      "dropout",       "RATE",                         make_dropout},
-      {"dense",     "Dense",        "dense",         "UNITS|classes[,relu|softmax]", make_dense},
-      {"relu",      "ReLU",         "re_lu",         "",                             make_relu},
+      {"conv2d", "Conv2D", "conv2d", "FILTERS,K[,same][,relu]", make_conv2d},
+      {"maxpool2d", "MaxPooling2D", "max_pooling2d", "", make_maxpool2d},
+      {"flatten", "Flatten", "flatten", "", make_flatten},
+      {"dropout", "Dropout", "dropout", "RATE", make_dropout},
+      {"dense", "Dense", "dense", "UNITS|classes[,relu|softmax]", make_dense},
+      {"relu", "ReLU", "re_lu", "", make_relu},
   };
   return types;
 }
@@ -40,9 +40,10 @@ std::string spec_text(const LayerType& type, const std::string& args) {
 void expect_args(const LayerCall& call, size_t lo, size_t hi) {
   const size_t got = call.args.size();
   if (got < lo || got > hi)
-    throw UsageError("model spec: " + std::string(call.type.token) + " takes " + std::to_string(lo) + " to " +
-                     std::to_string(hi) + " arguments, got " + std::to_string(got) + " (usage: " +
-                     spec_text(call.type, call.type.usage) + ")");
+    throw UsageError("model spec: " + std::string(call.type.token) + " takes " +
+                     std::to_string(lo) + " to " + std::to_string(hi) + " arguments, got " +
+                     std::to_string(got) + " (usage: " + spec_text(call.type, call.type.usage) +
+                     ")");
 }
 
 int positive_int(const LayerCall& call, const std::string& arg) {
@@ -53,7 +54,8 @@ int positive_int(const LayerCall& call, const std::string& arg) {
     if (used == arg.size() && v > 0) return v;
   } catch (const std::exception&) {
   }
-  throw UsageError("model spec: " + std::string(call.type.token) + ": '" + arg + "' is not a positive integer");
+  throw UsageError("model spec: " + std::string(call.type.token) + ": '" + arg +
+                   "' is not a positive integer");
 }
 
 Activation activation(const LayerCall& call, const std::string& arg) {
@@ -72,7 +74,8 @@ float rate(const LayerCall& call, const std::string& arg) {
   } catch (const std::exception&) {
   }
   if (!(r >= 0 && r < 1))
-    throw UsageError("model spec: " + std::string(call.type.token) + " rate '" + arg + "' must be in [0, 1)");
+    throw UsageError("model spec: " + std::string(call.type.token) + " rate '" + arg +
+                     "' must be in [0, 1)");
   return r;
 }
 

@@ -18,7 +18,8 @@ class ReLU : public Layer {
   }
 
   // dx = dy where the output is positive, 0 elsewhere.
-  void backward(const float*, const float* __restrict y, float* dy, float* __restrict dx, int n) override {
+  void backward(const float*, const float* __restrict y, float* dy, float* __restrict dx,
+                int n) override {
     if (!dx) return;
     const int64_t count = n * in_.size();
     for (int64_t i = 0; i < count; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;

@@ -14,12 +14,15 @@ namespace {
 // In the order the unknown-layer error lists them.
 const std::vector<std::pair<std::string, std::string>> kBuiltins = {
     // Keras' "simple MNIST convnet".
-    {"cnn", "conv2d(32,3,relu) maxpool2d conv2d(64,3,relu) maxpool2d flatten dropout(0.5) dense(classes,softmax)"},
+    {"cnn",
+     "conv2d(32,3,relu) maxpool2d conv2d(64,3,relu) maxpool2d flatten dropout(0.5) "
+     "dense(classes,softmax)"},
     // The magazine's Raspberry Pi model.
     {"mlp", "flatten dense(256,relu) dropout(0.2) dense(classes,softmax)"},
     // The peer's third model: the convnet with a 128-unit hidden layer.
     {"cnn128",
-     "conv2d(32,3,relu) maxpool2d conv2d(64,3,relu) maxpool2d flatten dense(128,relu) dropout(0) dense(classes,softmax)"},
+     "conv2d(32,3,relu) maxpool2d conv2d(64,3,relu) maxpool2d flatten dense(128,relu) dropout(0) "
+     "dense(classes,softmax)"},
 };
 
 // A layer as written: {"conv2d", {"32", "3", "relu"}}.
@@ -37,8 +40,11 @@ std::vector<LayerSpec> tokenize(const std::string& spec) {
       continue;
     }
     LayerSpec l;
-    while (i < spec.size() && (std::isalnum(static_cast<unsigned char>(spec[i])) || spec[i] == '_')) l.token += spec[i++];
-    if (l.token.empty()) throw UsageError("model spec: unexpected '" + std::string(1, spec[i]) + "' in \"" + spec + "\"");
+    while (i < spec.size() && (std::isalnum(static_cast<unsigned char>(spec[i])) || spec[i] == '_'))
+      l.token += spec[i++];
+    if (l.token.empty())
+      throw UsageError("model spec: unexpected '" + std::string(1, spec[i]) + "' in \"" + spec +
+                       "\"");
     if (i < spec.size() && spec[i] == '(') {
       const size_t close = spec.find(')', i);
       if (close == std::string::npos) throw UsageError("model spec: missing ')' after " + l.token);
@@ -60,7 +66,8 @@ std::string unknown_layer(const std::string& token) {
   std::string models, layers;
   for (const auto& b : kBuiltins) models += (models.empty() ? "" : ", ") + b.first;
   for (const auto& t : layer_types()) layers += (layers.empty() ? "" : ", ") + std::string(t.token);
-  return "model spec: unknown layer or model '" + token + "' (models: " + models + "; layers: " + layers + ")";
+  return "model spec: unknown layer or model '" + token + "' (models: " + models +
+         "; layers: " + layers + ")";
 }
 
 std::unique_ptr<Layer> make_layer(const LayerSpec& l, Shape in, int classes, int index) {
@@ -77,20 +84,23 @@ std::string expand_model_spec(const std::string& name_or_spec) {
   return name_or_spec;
 }
 
-std::vector<std::unique_ptr<Layer>> make_layers(const std::string& name_or_spec, Shape in, int classes) {
+std::vector<std::unique_ptr<Layer>> make_layers(const std::string& name_or_spec, Shape in,
+                                                int classes) {
   const auto tokens = tokenize(expand_model_spec(name_or_spec));
   if (tokens.empty()) throw UsageError("model spec is empty; use cnn, mlp or a layer list");
   std::vector<std::unique_ptr<Layer>> layers;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i].token == "dense" && tokens[i].args.size() == 2 && tokens[i].args[1] == "softmax" &&
-        i + 1 != tokens.size())
+    if (tokens[i].token == "dense" && tokens[i].args.size() == 2 &&
+        tokens[i].args[1] == "softmax" && i + 1 != tokens.size())
       throw UsageError("model spec: softmax only on the last dense layer");
     layers.push_back(make_layer(tokens[i], in, classes, int(i)));
     in = layers.back()->output_shape();
     // Checked here, before the next layer counts them: a flatten of over 2^31 would wrap its int.
     if (in.size() > (int64_t(1) << 30))
-      throw UsageError("model spec: " + layers.back()->spec() + " gives " + std::to_string(in.size()) +
-                       " values per image, more than this tool is meant for (2^30); use fewer filters or pool first");
+      throw UsageError("model spec: " + layers.back()->spec() + " gives " +
+                       std::to_string(in.size()) +
+                       " values per image, more than this tool is meant for (2^30); use fewer "
+                       "filters or pool first");
   }
   return layers;
 }

@@ -21,9 +21,10 @@ namespace {
 // runs in the CPU's vector width (vector_copies.h); every copy gives the same bits, so that the
 // ranks of a cluster of different x86 CPUs keep equal weights.
 template <bool Noisy>
-PITRAIN_VECTOR_COPIES_SAME_BITS
-bool adam_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
-                 float lr_t, float b1, float b2, float eps, float share, float m_correction) {
+PITRAIN_VECTOR_COPIES_SAME_BITS bool adam_update(float* __restrict p, const float* __restrict g,
+                                                 float* __restrict m, float* __restrict v,
+                                                 int64_t n, float lr_t, float b1, float b2,
+                                                 float eps, float share, float m_correction) {
   uint32_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     bad |= non_finite_bit(g[i]);
@@ -63,8 +64,10 @@ void Adam::begin_step(float lr) {
 bool Adam::update(float* p, const float* g, int64_t lo, int64_t hi) {
   float *m = m_.data() + lo, *v = v_.data() + lo;
   if (noise_share_ < 1.0f)
-    return adam_update<true>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_, noise_share_, m_correction_);
-  return adam_update<false>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_, 1.0f, 1.0f);
+    return adam_update<true>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_,
+                             noise_share_, m_correction_);
+  return adam_update<false>(p + lo, g + lo, m, v, hi - lo, lr_t_, beta1_, beta2_, epsilon_, 1.0f,
+                            1.0f);
 }
 
 Sgd::Sgd(int64_t n, float momentum) : momentum_(momentum), velocity_(size_t(n), 0.0f) {}
@@ -88,8 +91,12 @@ struct OptimizerType {
 };
 
 const OptimizerType kOptimizers[] = {
-    {"adam", [](int64_t n, float) -> std::unique_ptr<Optimizer> { return std::make_unique<Adam>(n); }},
-    {"sgd", [](int64_t n, float momentum) -> std::unique_ptr<Optimizer> { return std::make_unique<Sgd>(n, momentum); }},
+    {"adam",
+     [](int64_t n, float) -> std::unique_ptr<Optimizer> { return std::make_unique<Adam>(n); }},
+    {"sgd",
+     [](int64_t n, float momentum) -> std::unique_ptr<Optimizer> {
+       return std::make_unique<Sgd>(n, momentum);
+     }},
 };
 
 }  // namespace
@@ -124,7 +131,8 @@ const LrScaling kLrScalings[] = {
 float lr_scale(const std::string& rule, int ranks) {
   for (const auto& r : kLrScalings)
     if (rule == r.name) return r.scale(ranks);
-  throw Error("unknown --lr-scaling " + rule);  // the command line checked it against lr_scaling_names()
+  throw Error("unknown --lr-scaling " +
+              rule);  // the command line checked it against lr_scaling_names()
 }
 
 std::vector<std::string> lr_scaling_names() {

@@ -41,7 +41,7 @@ std::string run_name(const std::string& path) {
 std::string read_bounded(const std::string& path, std::string& why) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    why = errno == ENOENT ? "not written yet (no such file)"
+    why = errno == ENOENT  ? "not written yet (no such file)"
           : errno == ELOOP ? "a symbolic link: give --log the file it points to"
                            : "cannot open: " + std::string(std::strerror(errno));
     return {};
@@ -53,14 +53,18 @@ std::string read_bounded(const std::string& path, std::string& why) {
   } else if (S_ISDIR(st.st_mode)) {
     why = "a folder, not a --log file of pitrain train";
   } else if (!S_ISREG(st.st_mode)) {
-    why = "not a regular file (a FIFO, device or socket): give --log the CSV file that pitrain train --log writes";
+    why =
+        "not a regular file (a FIFO, device or socket): give --log the CSV file that pitrain train "
+        "--log writes";
   } else {
     char buffer[65536];
     ssize_t n = 0;
-    while (text.size() <= kMaxLogBytes && (n = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, size_t(n));
+    while (text.size() <= kMaxLogBytes && (n = ::read(fd, buffer, sizeof buffer)) > 0)
+      text.append(buffer, size_t(n));
     if (n < 0) why = "cannot read: " + std::string(std::strerror(errno));
   }
-  if (why.empty() && text.size() > kMaxLogBytes) why = "over 4 MB: not a --log file of pitrain train";
+  if (why.empty() && text.size() > kMaxLogBytes)
+    why = "over 4 MB: not a --log file of pitrain train";
   ::close(fd);
   return text;
 }

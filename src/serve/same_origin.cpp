@@ -21,12 +21,14 @@ bool host_allowed(const std::string& host, const std::vector<std::string>& names
   const bool has_port = colon != std::string::npos && host.find(']', colon) == std::string::npos;
   const std::string name = lower(has_port ? host.substr(0, colon) : host);
   const std::string port_text = has_port ? host.substr(colon + 1) : "80";
-  return !name.empty() && port_text == std::to_string(port) && std::find(names.begin(), names.end(), name) != names.end();
+  return !name.empty() && port_text == std::to_string(port) &&
+         std::find(names.begin(), names.end(), name) != names.end();
 }
 
 bool origin_allowed(const std::string& origin, const std::vector<std::string>& names, int port) {
   const std::string scheme = "http://";
-  return origin.compare(0, scheme.size(), scheme) == 0 && host_allowed(origin.substr(scheme.size()), names, port);
+  return origin.compare(0, scheme.size(), scheme) == 0 &&
+         host_allowed(origin.substr(scheme.size()), names, port);
 }
 
 bool is_json_type(const std::string& content_type) {

@@ -30,14 +30,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxBody = 64 * 1024;
-constexpr size_t kMaxHead = 32 * 1024;   // a connection's memory: its request line and headers must fit
-constexpr int kMaxHeaders = 64;          // far more than a browser sends
-constexpr unsigned kRequestSeconds = 5;  // to send a whole request, head and body; also the longest silence
-constexpr unsigned kPerAddress = 8;      // connections from one address: a browser opens up to 6
-constexpr unsigned kThreads = 4;         // threads that answer; a client still sending holds none
-const std::string kPixelsHint = "send {\"pixels\": [" + std::to_string(kImagePixels) + " integers 0-255]}";
+constexpr size_t kMaxHead =
+    32 * 1024;                   // a connection's memory: its request line and headers must fit
+constexpr int kMaxHeaders = 64;  // far more than a browser sends
+constexpr unsigned kRequestSeconds =
+    5;  // to send a whole request, head and body; also the longest silence
+constexpr unsigned kPerAddress = 8;  // connections from one address: a browser opens up to 6
+constexpr unsigned kThreads = 4;     // threads that answer; a client still sending holds none
+const std::string kPixelsHint =
+    "send {\"pixels\": [" + std::to_string(kImagePixels) + " integers 0-255]}";
 
-int socket_of(MHD_Connection* c) { return MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd; }
+int socket_of(MHD_Connection* c) {
+  return MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)->connect_fd;
+}
 
 // The whole-request deadline. libmicrohttpd's timeout restarts with every byte received, so a
 // client sending a byte every few seconds would keep its connection for ever. Each connection
@@ -81,7 +86,8 @@ class Deadlines {
 struct App {
   Checkpoint& ckpt;
   const ServeOptions& opts;
-  std::vector<std::string> names;  // Host names of this server besides the address a client connected to
+  std::vector<std::string>
+      names;  // Host names of this server besides the address a client connected to
   std::atomic<int> port;
   std::mutex model_mutex;  // forward uses the model's scratch buffers: one prediction at a time
   Deadlines deadlines;
@@ -93,7 +99,8 @@ struct Reply {
   unsigned status;
   std::string body;
   std::string type;
-  std::string timing;  // Server-Timing: browsers' developer tools and bench/serve_load.py show the model's time
+  std::string timing;  // Server-Timing: browsers' developer tools and bench/serve_load.py show the
+                       // model's time
 };
 
 Reply json_reply(const nlohmann::json& j) { return {200, json_text(j)}; }
@@ -101,7 +108,9 @@ Reply error_reply(unsigned status, const std::string& message) {
   return {status, json_text(nlohmann::json{{"error", message}})};
 }
 
-const char* header(MHD_Connection* c, const char* name) { return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name); }
+const char* header(MHD_Connection* c, const char* name) {
+  return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
 
 // The address the client connected to, as a browser writes it in Host: 192.168.1.5, [fe80::1].
 std::string local_address(MHD_Connection* c) {
@@ -124,26 +133,32 @@ std::string local_address(MHD_Connection* c) {
 
 // The refusal of a request by its head, or nothing. Checked before any body is read: a refused
 // request's connection closes with its body unread.
-std::optional<Reply> refuse_head(App& app, MHD_Connection* c, const std::string& method, const std::string& url) {
+std::optional<Reply> refuse_head(App& app, MHD_Connection* c, const std::string& method,
+                                 const std::string& url) {
   if (MHD_get_connection_values(c, MHD_HEADER_KIND, nullptr, nullptr) > kMaxHeaders)
-    return error_reply(431, "over " + std::to_string(kMaxHeaders) + " headers; a browser sends far fewer");
+    return error_reply(
+        431, "over " + std::to_string(kMaxHeaders) + " headers; a browser sends far fewer");
   std::vector<std::string> names = app.names;
   names.push_back(local_address(c));
   const char* host = header(c, MHD_HTTP_HEADER_HOST);
   const std::string port = std::to_string(app.port);
   if (!host || !host_allowed(host, names, app.port))
-    return error_reply(403, "Host " + (host ? "'" + std::string(host) + "'" : std::string("missing")) +
-                                ": not this server; open http://127.0.0.1:" + port +
-                                "/ or the address it listens on, with :" + port + " (other names are refused)");
+    return error_reply(
+        403, "Host " + (host ? "'" + std::string(host) + "'" : std::string("missing")) +
+                 ": not this server; open http://127.0.0.1:" + port +
+                 "/ or the address it listens on, with :" + port + " (other names are refused)");
   const char* origin = header(c, "Origin");
   if (origin && !origin_allowed(origin, names, app.port))
-    return error_reply(403, "Origin '" + std::string(origin) + "': a page of another site; the API answers its own pages only");
-  if (url.find("..") != std::string::npos) return error_reply(400, "'..' in the path " + url + ": nothing is served from disk");
+    return error_reply(403, "Origin '" + std::string(origin) +
+                                "': a page of another site; the API answers its own pages only");
+  if (url.find("..") != std::string::npos)
+    return error_reply(400, "'..' in the path " + url + ": nothing is served from disk");
   // A body's size must be known before it is read: no chunked body, and a Content-Length in bounds.
   const bool post = method == "POST";
   const char* length = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
   if (header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING) || (post && !length))
-    return error_reply(411, "send the body with a Content-Length header, not chunked; " + kPixelsHint);
+    return error_reply(411,
+                       "send the body with a Content-Length header, not chunked; " + kPixelsHint);
   if (length && std::strtoull(length, nullptr, 10) > kMaxBody)
     return error_reply(413, "body over " + std::to_string(kMaxBody / 1024) + " KB; " + kPixelsHint);
   if (header(c, MHD_HTTP_HEADER_CONTENT_ENCODING))
@@ -165,7 +180,8 @@ Reply predict(App& app, const std::string& body) {
     ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   }
   nlohmann::json top = nlohmann::json::array();
-  for (const Guess& g : guesses) top.push_back({{"class", app.ckpt.class_names[size_t(g.label)]}, {"p", g.probability}});
+  for (const Guess& g : guesses)
+    top.push_back({{"class", app.ckpt.class_names[size_t(g.label)]}, {"p", g.probability}});
   Reply reply = json_reply({{"top", top}});
   char timing[64];
   std::snprintf(timing, sizeof timing, "predict;dur=%.3f", ms);
@@ -186,15 +202,17 @@ Reply answer(App& app, const std::string& method, const std::string& url, const 
   } catch (const std::exception& e) {
     return error_reply(500, failure_text(e));
   }
-  return error_reply(404, "no such page: " + url + "; try /, /runs, /api/classes, /api/runs or POST /api/predict");
+  return error_reply(
+      404, "no such page: " + url + "; try /, /runs, /api/classes, /api/runs or POST /api/predict");
 }
 
 MHD_Result send(MHD_Connection* c, const Reply& reply) {
-  MHD_Response* response =
-      MHD_create_response_from_buffer(reply.body.size(), const_cast<char*>(reply.body.data()), MHD_RESPMEM_MUST_COPY);
+  MHD_Response* response = MHD_create_response_from_buffer(
+      reply.body.size(), const_cast<char*>(reply.body.data()), MHD_RESPMEM_MUST_COPY);
   if (!response) return MHD_NO;
   MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, reply.type.c_str());
-  if (!reply.timing.empty()) MHD_add_response_header(response, "Server-Timing", reply.timing.c_str());
+  if (!reply.timing.empty())
+    MHD_add_response_header(response, "Server-Timing", reply.timing.c_str());
   // After an error the connection closes: what the client sends next (the body of a refused
   // request, or a request hidden in it) is never read as a request.
   if (reply.status >= 400) MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -205,8 +223,8 @@ MHD_Result send(MHD_Connection* c, const Reply& reply) {
 
 // libmicrohttpd calls this once the head is in, again for each piece of the body, and a last time
 // with no data once the request is whole. *request holds the body.
-MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method, const char* /*version*/,
-                      const char* data, size_t* size, void** request) {
+MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
+                      const char* /*version*/, const char* data, size_t* size, void** request) {
   App& app = *static_cast<App*>(cls);
   if (*request == nullptr) {
     *request = new std::string;  // deleted in on_completed
@@ -223,7 +241,8 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   return send(c, answer(app, method, url, body));
 }
 
-void on_connection(void* cls, MHD_Connection* c, void** /*socket_context*/, MHD_ConnectionNotificationCode code) {
+void on_connection(void* cls, MHD_Connection* c, void** /*socket_context*/,
+                   MHD_ConnectionNotificationCode code) {
   Deadlines& deadlines = *static_cast<Deadlines*>(cls);
   if (code == MHD_CONNECTION_NOTIFY_STARTED)
     deadlines.start(c);
@@ -231,7 +250,8 @@ void on_connection(void* cls, MHD_Connection* c, void** /*socket_context*/, MHD_
     deadlines.forget(c);
 }
 
-void on_completed(void* cls, MHD_Connection* c, void** request, MHD_RequestTerminationCode /*why*/) {
+void on_completed(void* cls, MHD_Connection* c, void** request,
+                  MHD_RequestTerminationCode /*why*/) {
   delete static_cast<std::string*>(*request);
   *request = nullptr;
   static_cast<Deadlines*>(cls)->start(c);  // the next request on this connection gets its own time
@@ -259,24 +279,26 @@ MHD_Daemon* start(App& app, const ServeOptions& opts) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  if (getaddrinfo(opts.host.c_str(), std::to_string(opts.port).c_str(), &hints, &found) != 0) throw cannot_listen(opts);
+  if (getaddrinfo(opts.host.c_str(), std::to_string(opts.port).c_str(), &hints, &found) != 0)
+    throw cannot_listen(opts);
   sockaddr_storage addr = {};
   std::memcpy(&addr, found->ai_addr, found->ai_addrlen);
   freeaddrinfo(found);
   // MHD_USE_ITC: at the connection limit the server stops accepting, and clients wait in the queue.
-  const unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+  const unsigned flags =
+      MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   const unsigned connections = unsigned(opts.connections);
-  MHD_Daemon* daemon = MHD_start_daemon(
-      flags, uint16_t(opts.port), nullptr, nullptr, &on_request, &app,  //
-      MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),         //
-      MHD_OPTION_THREAD_POOL_SIZE, std::min(kThreads, connections),    //
-      MHD_OPTION_CONNECTION_LIMIT, connections,                         //
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, kPerAddress,                  //
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, kMaxHead,                     //
-      MHD_OPTION_CONNECTION_TIMEOUT, kRequestSeconds,                   //
-      MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &app.deadlines,     //
-      MHD_OPTION_NOTIFY_COMPLETED, &on_completed, &app.deadlines,       //
-      MHD_OPTION_END);
+  MHD_Daemon* daemon =
+      MHD_start_daemon(flags, uint16_t(opts.port), nullptr, nullptr, &on_request, &app,  //
+                       MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),         //
+                       MHD_OPTION_THREAD_POOL_SIZE, std::min(kThreads, connections),     //
+                       MHD_OPTION_CONNECTION_LIMIT, connections,                         //
+                       MHD_OPTION_PER_IP_CONNECTION_LIMIT, kPerAddress,                  //
+                       MHD_OPTION_CONNECTION_MEMORY_LIMIT, kMaxHead,                     //
+                       MHD_OPTION_CONNECTION_TIMEOUT, kRequestSeconds,                   //
+                       MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &app.deadlines,     //
+                       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, &app.deadlines,       //
+                       MHD_OPTION_END);
   if (!daemon) throw cannot_listen(opts);
   return daemon;
 }
@@ -290,12 +312,13 @@ std::vector<uint8_t> parse_pixels(const std::string& body) {
     throw BadRequest("no \"pixels\" array in the body; " + kPixelsHint);
   const auto& px = j["pixels"];
   if (px.size() != size_t(kImagePixels))
-    throw BadRequest("\"pixels\" has " + std::to_string(px.size()) + " values, expected " + std::to_string(kImagePixels) +
-                     " (" + image_size_text() + ", row-major)");
+    throw BadRequest("\"pixels\" has " + std::to_string(px.size()) + " values, expected " +
+                     std::to_string(kImagePixels) + " (" + image_size_text() + ", row-major)");
   std::vector<uint8_t> pixels(px.size());
   for (size_t i = 0; i < px.size(); ++i) {
     if (!px[i].is_number_integer() || px[i].get<int64_t>() < 0 || px[i].get<int64_t>() > 255)
-      throw BadRequest("pixels[" + std::to_string(i) + "] is " + px[i].dump() + ", expected an integer 0-255");
+      throw BadRequest("pixels[" + std::to_string(i) + "] is " + px[i].dump() +
+                       ", expected an integer 0-255");
     pixels[i] = uint8_t(px[i].get<int>());
   }
   return pixels;
@@ -305,9 +328,11 @@ void serve(const ServeOptions& opts) {
   Checkpoint ckpt = load_checkpoint(opts.model);
   App app{ckpt, opts, host_names(opts.host), {opts.port}, {}, {}};
   MHD_Daemon* daemon = start(app, opts);
-  app.port = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT)->port;  // the one picked for --port 0
-  std::printf("pitrain serve: %s (%zu classes) at http://%s:%d/ , training curves at /runs; Ctrl-C stops\n",
-              opts.model.c_str(), ckpt.class_names.size(), url_host(opts.host).c_str(), app.port.load());
+  app.port =
+      MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT)->port;  // the one picked for --port 0
+  std::printf(
+      "pitrain serve: %s (%zu classes) at http://%s:%d/ , training curves at /runs; Ctrl-C stops\n",
+      opts.model.c_str(), ckpt.class_names.size(), url_host(opts.host).c_str(), app.port.load());
   std::fflush(stdout);
   for (;;) {  // until the process is stopped
     std::this_thread::sleep_for(std::chrono::milliseconds(250));

@@ -71,8 +71,10 @@ struct Candidate {
   int every;  // K; 1: gradients every step
   WireType wire;
   bool overlap;
-  int overlap_steps = 0;  // overlapped: applied this many steps after it started; 0: at the next round
-  bool waits = false;     // applied overlap_steps on even if it outlasts them: the ranks wait for the rest
+  int overlap_steps =
+      0;  // overlapped: applied this many steps after it started; 0: at the next round
+  bool waits =
+      false;  // applied overlap_steps on even if it outlasts them: the ranks wait for the rest
 };
 
 // In order of preference. bf16 and int8 keep nearly all of a round and PowerSGD's low rank
@@ -92,13 +94,17 @@ std::vector<Candidate> candidates_by_preference() {
                               {kWaitingEvery, WireType::int4, true, kWaitingEvery / 2, true},
                               {kMaxFullRankEvery, WireType::bf16, true},
                               {kMaxFullRankEvery, WireType::int8, true}};
-  for (int every = kMinLowRankEvery; every <= kMaxHalfDelayEvery; every += 2) c.push_back({every, WireType::powersgd, true, every / 2});
-  for (int every = kMinLowRankEvery; every <= kMaxEvery; ++every) c.push_back({every, WireType::powersgd, true});
+  for (int every = kMinLowRankEvery; every <= kMaxHalfDelayEvery; every += 2)
+    c.push_back({every, WireType::powersgd, true, every / 2});
+  for (int every = kMinLowRankEvery; every <= kMaxEvery; ++every)
+    c.push_back({every, WireType::powersgd, true});
   return c;
 }
 
 std::string kb(int64_t bytes) { return format_number("%.0f KB", double(bytes) / 1e3); }
-std::string ms(double seconds) { return format_number(seconds < 0.01 ? "%.2f ms" : "%.0f ms", seconds * 1e3); }
+std::string ms(double seconds) {
+  return format_number(seconds < 0.01 ? "%.2f ms" : "%.0f ms", seconds * 1e3);
+}
 
 // Seconds of `reps` calls, after one to warm up (the connections are made already:
 // Comm::connect_all): the nth fastest, from 0 (reps / 2: the median).
@@ -111,7 +117,9 @@ double nth_fastest_seconds(int reps, int nth, const std::function<void()>& call)
   }
   return nth_smallest(t, size_t(nth));
 }
-double median_seconds(int reps, const std::function<void()>& call) { return nth_fastest_seconds(reps, reps / 2, call); }
+double median_seconds(int reps, const std::function<void()>& call) {
+  return nth_fastest_seconds(reps, reps / 2, call);
+}
 
 // The link's fixed cost: a blocking allreduce of one number, the lower quartile of 16. Not the
 // median of 5: what slows a call here is the hosts, not the link (a rank still busy from
@@ -149,9 +157,11 @@ double time_probe(Comm& comm) {
 // trained as fast (bench/RESULTS.md, twenty-first pass). The choice stays set, and goes into
 // `choice` with what was timed.
 constexpr double kBinomialLeeway = 1.1;
-void choose_round_allreduce(Comm& comm, SyncChoice& choice, int64_t n, const std::vector<WireMatrix>& matrices) {
+void choose_round_allreduce(Comm& comm, SyncChoice& choice, int64_t n,
+                            const std::vector<WireMatrix>& matrices) {
   const SyncOptions& opts = choice.opts;
-  const AllreduceAlgorithm algorithms[2] = {AllreduceAlgorithm::rabenseifner, AllreduceAlgorithm::binomial};
+  const AllreduceAlgorithm algorithms[2] = {AllreduceAlgorithm::rabenseifner,
+                                            AllreduceAlgorithm::binomial};
   const auto wire = make_wire_average(opts.wire, comm, n, wire_options(opts, matrices));
   const std::vector<float> zeros(size_t(n), 0.0f);
   double seconds[2];
@@ -166,14 +176,15 @@ void choose_round_allreduce(Comm& comm, SyncChoice& choice, int64_t n, const std
   const int best = seconds[1] <= kBinomialLeeway * seconds[0] ? 1 : 0;
   set_allreduce_algorithm(algorithms[best]);
   choice.allreduce = best ? "binomial" : "rabenseifner";
-  choice.why += std::string("; rounds by ") + allreduce_algorithm_name(algorithms[best]) + " allreduce (" + ms(seconds[best]) +
-                " a round, by " + allreduce_algorithm_name(algorithms[1 - best]) + " " + ms(seconds[1 - best]) + ")";
+  choice.why += std::string("; rounds by ") + allreduce_algorithm_name(algorithms[best]) +
+                " allreduce (" + ms(seconds[best]) + " a round, by " +
+                allreduce_algorithm_name(algorithms[1 - best]) + " " + ms(seconds[1 - best]) + ")";
 }
 
 }  // namespace
 
-SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link, int64_t n_params,
-                       const std::vector<WireMatrix>& matrices) {
+SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link,
+                       int64_t n_params, const std::vector<WireMatrix>& matrices) {
   const std::vector<Candidate> candidates = candidates_by_preference();
   auto round = [&](const Candidate& c, int64_t* bytes) {  // seconds an average takes
     *bytes = wire_bytes(c.wire, n_params, wire_options(given, matrices));
@@ -187,7 +198,8 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
     const double t = round(c, &bytes);
     const double wait = c.overlap ? std::max(0.0, t - c.overlap_steps * step_seconds) : t;
     if (c.every == 1) return t <= kCommShare * step_seconds;
-    if (!c.overlap || c.waits) return wait <= (c.waits ? kWaitingShare : kBlockingShare) * (c.every * step_seconds + wait);
+    if (!c.overlap || c.waits)
+      return wait <= (c.waits ? kWaitingShare : kBlockingShare) * (c.every * step_seconds + wait);
     return t <= kOverlapShare * (c.overlap_steps ? c.overlap_steps : c.every) * step_seconds;
   };
   const auto it = std::find_if(candidates.begin(), candidates.end(), fits);
@@ -212,20 +224,39 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
     choice.opts.inner_lr_scale = pick.every > kMaxHalfDelayEvery ? kLongRoundInnerLrScale : 1.0f;
   }
   const std::string what =
-      (pick.every == 1 ? std::string("gradients every step")
-                       : "rounds every " + std::to_string(pick.every) + " steps, " +
-                             (pick.overlap_steps ? "overlapped and applied " + std::to_string(pick.overlap_steps) + " steps later,"
-                              : pick.overlap            ? "overlapped"
-                                                        : "blocking")) +
-      " in " + wire_type_name(pick.wire) + (pick.wire == WireType::powersgd ? " rank " + std::to_string(given.powersgd_rank) : "") +
+      (pick.every == 1
+           ? std::string("gradients every step")
+           : "rounds every " + std::to_string(pick.every) + " steps, " +
+                 (pick.overlap_steps ? "overlapped and applied " +
+                                           std::to_string(pick.overlap_steps) + " steps later,"
+                  : pick.overlap ? "overlapped"
+                                 : "blocking")) +
+      " in " + wire_type_name(pick.wire) +
+      (pick.wire == WireType::powersgd ? " rank " + std::to_string(given.powersgd_rank) : "") +
       " (" + kb(bytes) + " an average, " + ms(t) + ")" +
-      (choice.opts.outer_momentum > 0 ? ", outer Nesterov " + format_number("%g", choice.opts.outer_lr) + "/" + format_number("%g", choice.opts.outer_momentum) : "") +
-      (choice.opts.inner_lr_scale != 1 ? ", inner lr " + format_number("%g", choice.opts.inner_lr_scale) + "x" : "");
-  const std::string against = pick.every == 1 ? "a " + ms(step_seconds) + " step" : std::to_string(pick.every) + " steps of " + ms(step_seconds);
-  choice.why = what + " against " + against + (it == candidates.end() ? ": the most frugal choice, and still too slow a link for this model" : "") +
-               (pick.every == 1 && pick.wire == WireType::fp32 ? "" : "; fp32 every step would take " + ms(fp32) + " a step") +
-               " (link: " + ms(link.latency) + " an allreduce, " + format_number("%.1f", 1e-6 / std::max(link.seconds_per_byte, 1e-12)) + " MB/s)" +
-               (choice.opts.max_sync_every > pick.every ? "; K doubles (up to " + std::to_string(kMaxFullRankEvery) + ") while the rounds keep a rank waiting" : "");
+      (choice.opts.outer_momentum > 0
+           ? ", outer Nesterov " + format_number("%g", choice.opts.outer_lr) + "/" +
+                 format_number("%g", choice.opts.outer_momentum)
+           : "") +
+      (choice.opts.inner_lr_scale != 1
+           ? ", inner lr " + format_number("%g", choice.opts.inner_lr_scale) + "x"
+           : "");
+  const std::string against = pick.every == 1
+                                  ? "a " + ms(step_seconds) + " step"
+                                  : std::to_string(pick.every) + " steps of " + ms(step_seconds);
+  choice.why =
+      what + " against " + against +
+      (it == candidates.end() ? ": the most frugal choice, and still too slow a link for this model"
+                              : "") +
+      (pick.every == 1 && pick.wire == WireType::fp32
+           ? ""
+           : "; fp32 every step would take " + ms(fp32) + " a step") +
+      " (link: " + ms(link.latency) + " an allreduce, " +
+      format_number("%.1f", 1e-6 / std::max(link.seconds_per_byte, 1e-12)) + " MB/s)" +
+      (choice.opts.max_sync_every > pick.every
+           ? "; K doubles (up to " + std::to_string(kMaxFullRankEvery) +
+                 ") while the rounds keep a rank waiting"
+           : "");
   return choice;
 }
 

@@ -30,7 +30,8 @@ namespace pitrain {
 // cast a round ago and tells of the round that finished then: after a change of K, the next
 // one still tells of a round of the old K. Rounds not timed (after an agree) count neither way.
 bool RoundPace::update(int agreed_wait) {
-  if (std::exchange(stale_vote_, false) || every_ >= max_every_ || agreed_wait == kNotTimed) return false;
+  if (std::exchange(stale_vote_, false) || every_ >= max_every_ || agreed_wait == kNotTimed)
+    return false;
   const int slow = every_ < kFreeEvery ? kSlowRoundWait : kSlowRoundWaitPastFree;
   slow_rounds_ = agreed_wait > slow ? slow_rounds_ + 1 : 0;
   if (slow_rounds_ < 2) return false;
@@ -44,7 +45,8 @@ namespace {
 
 class LocalSgd : public SyncStrategy {
  public:
-  LocalSgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts, const std::vector<WireMatrix>& matrices)
+  LocalSgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts,
+           const std::vector<WireMatrix>& matrices)
       : SyncStrategy(comm),
         comm_(comm),
         per_step_(comm, n, opts, matrices),
@@ -60,8 +62,10 @@ class LocalSgd : public SyncStrategy {
         momentum_(opts.outer_momentum > 0 ? size_t(n) : 0) {}
 
   void gradients_ready(float* grads, int64_t lo, int64_t step) override {
-    if (step < warmup_) per_step_.gradients_ready(grads, lo, step);
-    else per_step_.wire().progress();  // a round in flight
+    if (step < warmup_)
+      per_step_.gradients_ready(grads, lo, step);
+    else
+      per_step_.wire().progress();  // a round in flight
   }
 
   // A rank's own gradient is one of P whose mean the averaged steps follow: Adam is told, so
@@ -90,11 +94,14 @@ class LocalSgd : public SyncStrategy {
 
   void agree(float* params, int64_t step) override {
     if (step < warmup_) return;
-    if (kept_at_ == step) {  // this step's blocking round left its residual in the model: back to the wire
-      for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i], params[i] = anchor_[i];
+    if (kept_at_ ==
+        step) {  // this step's blocking round left its residual in the model: back to the wire
+      for (size_t i = 0; i < anchor_.size(); ++i)
+        delta_[i] = params[i] - anchor_[i], params[i] = anchor_[i];
       per_step_.wire().return_residual(delta_.data());
     }
-    round(params, step, false, Residual::in_wire);  // a round cut short (epoch end, checkpoint) says nothing of K
+    round(params, step, false,
+          Residual::in_wire);  // a round cut short (epoch end, checkpoint) says nothing of K
     finish_round(params, step, false, false, Residual::in_wire);
     per_step_.wire().progress();
   }
@@ -105,13 +112,16 @@ class LocalSgd : public SyncStrategy {
   // cut short, taken whole (no outer step), in int8
   // (mlp: 205 KB, a quarter of fp32's bytes; its rounding is small beside the weights). mlp,
   // 4 ranks, at the full budget, seeds 0-2: PowerSGD every 128 steps 0.7884 -> 0.7998 (median),
-  // every 16 applied 8 on 0.8190 -> 0.8201; per-step sync 0.8193 (bench/RESULTS.md, seventeenth pass).
+  // every 16 applied 8 on 0.8190 -> 0.8201; per-step sync 0.8193 (bench/RESULTS.md, seventeenth
+  // pass).
   void agree_final(float* params, int64_t step) override {
     if (step < warmup_) return;
     finish_round(params, step, false, false, Residual::in_wire);
     const std::vector<float>& residual = per_step_.wire().residual();
-    for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i] + (residual.empty() ? 0.0f : residual[i]);
-    const auto whole = make_wire_average(WireType::int8, comm_, int64_t(delta_.size()), WireOptions{});
+    for (size_t i = 0; i < anchor_.size(); ++i)
+      delta_[i] = params[i] - anchor_[i] + (residual.empty() ? 0.0f : residual[i]);
+    const auto whole =
+        make_wire_average(WireType::int8, comm_, int64_t(delta_.size()), WireOptions{});
     whole->start(delta_.data(), 0, int64_t(delta_.size()));
     const std::vector<float>& mean = whole->finish();
     for (size_t i = 0; i < anchor_.size(); ++i) params[i] = anchor_[i] += mean[i];
@@ -123,7 +133,8 @@ class LocalSgd : public SyncStrategy {
   // Where rounds are applied at the next round, one that started under K/4 steps ago would keep
   // the ranks waiting for most of it: validation then takes the common model before it, and the
   // round goes on. `mlp` in the WLAN cell (K = 128): 0.82-0.85 s to 0.78 against 0.93-0.99 s,
-  // though a validation later on 4 local ranks (19 against 18; bench/RESULTS.md, twenty-sixth pass).
+  // though a validation later on 4 local ranks (19 against 18; bench/RESULTS.md, twenty-sixth
+  // pass).
   const float* common_params(float* params, int64_t step) override {
     if (step < warmup_) return params;
     if (!young_round(step)) finish_round(params, step, false, false, Residual::in_model);
@@ -142,7 +153,9 @@ class LocalSgd : public SyncStrategy {
 
  private:
   // Rounds follow every K steps from step first_ on (K and first_ change when K doubles).
-  bool round_after(int64_t step) const { return step >= first_ && (step + 1 - first_) % pace_.every() == 0; }
+  bool round_after(int64_t step) const {
+    return step >= first_ && (step + 1 - first_) % pace_.every() == 0;
+  }
   // A round in flight, to be applied at the next round, that started under K/4 steps before `step`.
   bool young_round(int64_t step) const {
     return overlap_steps_ == 0 && round_step_ >= 0 && 4 * (step - round_step_) < pace_.every();
@@ -178,11 +191,15 @@ class LocalSgd : public SyncStrategy {
     const double waited = comm_.mpi_seconds();
     const std::vector<float>& mean = per_step_.wire().finish();
     if (timed)
-      round_wait_ = int(1000 * (comm_.mpi_seconds() - waited) / std::max(MPI_Wtime() - round_started_at_, 1e-9));
+      round_wait_ = int(1000 * (comm_.mpi_seconds() - waited) /
+                        std::max(MPI_Wtime() - round_started_at_, 1e-9));
     const std::vector<float>& residual = per_step_.wire().residual();
-    const float* kept = where == Residual::in_model && !residual.empty() ? residual.data() : nullptr;
-    if (momentum_.empty()) apply_round<false>(mean.data(), params, step != round_step_, restart, kept);
-    else apply_round<true>(mean.data(), params, step != round_step_, restart, kept);
+    const float* kept =
+        where == Residual::in_model && !residual.empty() ? residual.data() : nullptr;
+    if (momentum_.empty())
+      apply_round<false>(mean.data(), params, step != round_step_, restart, kept);
+    else
+      apply_round<true>(mean.data(), params, step != round_step_, restart, kept);
     if (kept) per_step_.wire().clear_residual();
     if (kept && step == round_step_) kept_at_ = step;
     round_step_ = -1;
@@ -220,17 +237,18 @@ class LocalSgd : public SyncStrategy {
   int overlap_steps_;  // apply a round this many steps after its start (0: at the next round)
   float outer_lr_, outer_momentum_;
   std::vector<float> anchor_, delta_;  // (n) the last common parameters; what this rank sent
-  std::vector<float> momentum_;        // (n) the outer momentum, the same on every rank; empty without
-  int64_t started_after_ = -1;         // the last step after which a round started
-  int64_t round_step_ = -1;            // the step whose round is in flight; -1: none
-  int64_t kept_at_ = -1;               // the last step whose blocking round left its residual in the model
-  double round_started_at_ = 0;        // MPI_Wtime() of its start
-  int round_wait_ = kNotTimed;         // per mille of the last round's time spent in its finish
+  std::vector<float> momentum_;  // (n) the outer momentum, the same on every rank; empty without
+  int64_t started_after_ = -1;   // the last step after which a round started
+  int64_t round_step_ = -1;      // the step whose round is in flight; -1: none
+  int64_t kept_at_ = -1;  // the last step whose blocking round left its residual in the model
+  double round_started_at_ = 0;  // MPI_Wtime() of its start
+  int round_wait_ = kNotTimed;   // per mille of the last round's time spent in its finish
 };
 
 }  // namespace
 
-std::unique_ptr<SyncStrategy> make_local_sgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts,
+std::unique_ptr<SyncStrategy> make_local_sgd(Comm& comm, const float* params, int64_t n,
+                                             const SyncOptions& opts,
                                              const std::vector<WireMatrix>& matrices) {
   return std::make_unique<LocalSgd>(comm, params, n, opts, matrices);
 }

@@ -5,10 +5,12 @@
 
 namespace pitrain {
 
-PerStepSync::PerStepSync(Comm& comm, int64_t n_params, const SyncOptions& opts, const std::vector<WireMatrix>& matrices)
+PerStepSync::PerStepSync(Comm& comm, int64_t n_params, const SyncOptions& opts,
+                         const std::vector<WireMatrix>& matrices)
     : SyncStrategy(comm),
       wire_(make_wire_average(opts.wire, comm, n_params, wire_options(opts, matrices))),
-      bucket_(opts.overlap && !wire_->whole_vector() ? opts.bucket_bytes / int64_t(sizeof(float)) : 0),
+      bucket_(opts.overlap && !wire_->whole_vector() ? opts.bucket_bytes / int64_t(sizeof(float))
+                                                     : 0),
       started_down_to_(n_params) {}
 
 void PerStepSync::gradients_ready(float* grads, int64_t lo, int64_t) {

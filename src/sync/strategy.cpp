@@ -3,7 +3,8 @@
 
 namespace pitrain {
 
-std::unique_ptr<SyncStrategy> make_local_sgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts,
+std::unique_ptr<SyncStrategy> make_local_sgd(Comm& comm, const float* params, int64_t n,
+                                             const SyncOptions& opts,
                                              const std::vector<WireMatrix>& matrices);
 
 namespace {
@@ -25,7 +26,8 @@ class SoloSync : public SyncStrategy {
 }  // namespace
 
 std::unique_ptr<SyncStrategy> make_sync_strategy(Comm& comm, const float* params, int64_t n_params,
-                                                 const SyncOptions& opts, const std::vector<WireMatrix>& matrices) {
+                                                 const SyncOptions& opts,
+                                                 const std::vector<WireMatrix>& matrices) {
   if (comm.size() == 1) return std::make_unique<SoloSync>(comm);
   if (opts.sync_every == 1) return std::make_unique<PerStepSync>(comm, n_params, opts, matrices);
   return make_local_sgd(comm, params, n_params, opts, matrices);
@@ -35,7 +37,9 @@ std::vector<WireMatrix> weight_matrices(const Model& model) {
   std::vector<WireMatrix> out;
   for (size_t l = 0; l < model.layers().size(); ++l)
     for (const ParamView& p : model.layers()[l]->params())
-      if (p.shape.size() >= 2) out.push_back({model.param_offset(l) + p.offset, p.size() / p.shape.back(), p.shape.back()});
+      if (p.shape.size() >= 2)
+        out.push_back(
+            {model.param_offset(l) + p.offset, p.size() / p.shape.back(), p.shape.back()});
   return out;
 }
 

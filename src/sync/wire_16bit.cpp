@@ -35,9 +35,9 @@ uint16_t float_to_half(float f) {
   const uint32_t u = bits_of(f);
   const uint16_t sign = uint16_t((u >> 16) & 0x8000);
   const uint32_t a = u & 0x7fffffff;
-  if (a > 0x7f800000) return uint16_t(sign | 0x7e00);            // NaN
-  if (a >= 0x477ff000) return uint16_t(sign | 0x7c00);           // rounds to >= 65520: infinity
-  if (a < 0x38800000) {                                          // below 2^-14: subnormal half
+  if (a > 0x7f800000) return uint16_t(sign | 0x7e00);   // NaN
+  if (a >= 0x477ff000) return uint16_t(sign | 0x7c00);  // rounds to >= 65520: infinity
+  if (a < 0x38800000) {                                 // below 2^-14: subnormal half
     // Scale so that the half's subnormal step 2^-24 becomes 1, then round to nearest even.
     const float scaled = float_of(a) * 16777216.0f;
     return uint16_t(sign | uint16_t(std::nearbyint(scaled)));
@@ -50,8 +50,9 @@ uint16_t float_to_half(float f) {
 float half_to_float(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  if (exp == 0) return float_of(sign) + (sign ? -1.0f : 1.0f) * float(mant) / 16777216.0f;  // subnormal
-  if (exp == 31) return float_of(sign | 0x7f800000 | (mant << 13));                         // inf, NaN
+  if (exp == 0)
+    return float_of(sign) + (sign ? -1.0f : 1.0f) * float(mant) / 16777216.0f;  // subnormal
+  if (exp == 31) return float_of(sign | 0x7f800000 | (mant << 13));             // inf, NaN
   return float_of(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
@@ -68,7 +69,8 @@ void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
 template <float (*widen)(uint16_t), uint16_t (*narrow)(float)>
 class Average16 : public WireAverage {
  public:
-  Average16(Comm& comm, int64_t n, const WireOptions& opts) : WireAverage(comm, n), out_(size_t(n)), in_(size_t(n)) {
+  Average16(Comm& comm, int64_t n, const WireOptions& opts)
+      : WireAverage(comm, n), out_(size_t(n)), in_(size_t(n)) {
     if (opts.error_feedback) residual_.assign(size_t(n), 0.0f);
     MPI_Op_create(&sum_16bit<widen, narrow>, 1, &sum_op_);
   }
@@ -84,10 +86,12 @@ class Average16 : public WireAverage {
       const size_t k = size_t(i);
       const float want = (values[i] + (residual_.empty() ? 0.0f : residual_[k])) * scale;
       out_[k] = narrow(want);
-      if (!residual_.empty()) residual_[k] = (want - widen(out_[k])) * unscale;  // in the values' units
+      if (!residual_.empty())
+        residual_[k] = (want - widen(out_[k])) * unscale;  // in the values' units
     }
     MPI_Request req;
-    comm_.start_allreduce(out_.data() + lo, in_.data() + lo, int(hi - lo), MPI_UINT16_T, sum_op_, &req);
+    comm_.start_allreduce(out_.data() + lo, in_.data() + lo, int(hi - lo), MPI_UINT16_T, sum_op_,
+                          &req);
     return req;
   }
   void receive() override {  // every round of sums covers [0, n)

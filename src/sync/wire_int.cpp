@@ -39,7 +39,8 @@ struct Block8 {
     const float top = largest_magnitude(values, count);
     scale = top > 0 ? top / 127 : 1.0f;
     const float inv = 1.0f / scale;
-    for (int i = 0; i < kValues; ++i) levels[i] = int8_t(i < count ? std::lrint(values[i] * inv) : 0);
+    for (int i = 0; i < kValues; ++i)
+      levels[i] = int8_t(i < count ? std::lrint(values[i] * inv) : 0);
     if (decoded)
       for (int i = 0; i < count; ++i) decoded[i] = float(levels[i]) * scale;
   }
@@ -88,9 +89,10 @@ struct Block4 {
   struct Code {
     uint8_t bits, length;
   };
-  static constexpr Code kCodes[15] = {
-      {0b11111, 5}, {0b11011, 5}, {0b10111, 5}, {0b10011, 5}, {0b1101, 4}, {0b1001, 4}, {0b110, 3}, {0b00, 2},
-      {0b010, 3},   {0b0001, 4},  {0b0101, 4},  {0b00011, 5}, {0b00111, 5}, {0b01011, 5}, {0b01111, 5}};
+  static constexpr Code kCodes[15] = {{0b11111, 5}, {0b11011, 5}, {0b10111, 5}, {0b10011, 5},
+                                      {0b1101, 4},  {0b1001, 4},  {0b110, 3},   {0b00, 2},
+                                      {0b010, 3},   {0b0001, 4},  {0b0101, 4},  {0b00011, 5},
+                                      {0b00111, 5}, {0b01011, 5}, {0b01111, 5}};
   // The next 10 bits -> the two levels they begin with (two codes of at most 5 bits each) and
   // their length: decoding takes two levels a step.
   struct Pair {
@@ -104,7 +106,8 @@ struct Block4 {
         for (int b = -7; b <= 7; ++b) {
           const Code ca = kCodes[a + 7], cb = kCodes[b + 7];
           const int length = ca.length + cb.length, bits = ca.bits | cb.bits << ca.length;
-          for (int rest = 0; rest < 1024 >> length; ++rest) t[size_t(bits | rest << length)] = {int8_t(a), int8_t(b), uint8_t(length)};
+          for (int rest = 0; rest < 1024 >> length; ++rest)
+            t[size_t(bits | rest << length)] = {int8_t(a), int8_t(b), uint8_t(length)};
         }
       return t;
     }();
@@ -140,7 +143,8 @@ struct Block4 {
   // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
   void encode(const float* values, int count, float* decoded) {
     if (!all_finite(values, count)) return encode_not_a_number(count, decoded);
-    float padded[kValues] = {};  // values, then zeros: every 64 is whole and the loops over it vectorise
+    float padded[kValues] =
+        {};  // values, then zeros: every 64 is whole and the loops over it vectorise
     std::copy(values, values + count, padded);
     int level[kValues], bits[kScales], total = 0;
     auto round = [&](int j) {  // the j-th 64 values at scale[j]: their levels and code's bits
@@ -186,7 +190,8 @@ struct Block4 {
     for (int i = 0; i < kValues; i += 2) {
       if (i % kScaled == 0) step = bf16_to_float(scale[i / kScaled]);
       if (have < 10)  // four bytes at a time (zeros past the code)
-        for (int b = 0; b < 4; ++b, have += 8) pending |= uint64_t(at < kCodeBytes ? code[at++] : 0) << have;
+        for (int b = 0; b < 4; ++b, have += 8)
+          pending |= uint64_t(at < kCodeBytes ? code[at++] : 0) << have;
       const Pair p = pairs[pending & 1023];
       values[i] = float(p.first) * step, values[i + 1] = float(p.second) * step;
       pending >>= p.length;
@@ -201,13 +206,15 @@ static_assert(Block4::code_lengths_agree(), "code_length() gives kCodes' lengths
 // given, and it may be carry): what the rounding took from each, in the values' units (before
 // the scale), as local SGD's last agreement reads a residual. Returns the blocks used.
 template <class B>
-int64_t quantize_all(const float* values, float scale, const float* carry, int64_t count, B* blocks, float* dropped) {
+int64_t quantize_all(const float* values, float scale, const float* carry, int64_t count, B* blocks,
+                     float* dropped) {
   float want[B::kValues], got[B::kValues];
   const float unscale = 1.0f / scale;
   int64_t k = 0;
   for (int64_t start = 0; start < count; start += B::kValues, ++k) {
     const int n = int(std::min<int64_t>(B::kValues, count - start));
-    for (int i = 0; i < n; ++i) want[i] = (values[start + i] + (carry ? carry[start + i] : 0.0f)) * scale;
+    for (int i = 0; i < n; ++i)
+      want[i] = (values[start + i] + (carry ? carry[start + i] : 0.0f)) * scale;
     blocks[k].encode(want, n, dropped ? got : nullptr);
     if (dropped)
       for (int i = 0; i < n; ++i) dropped[start + i] = (want[i] - got[i]) * unscale;
@@ -271,18 +278,24 @@ class AverageBlocks : public WireAverage {
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
     const int64_t first = next_block_;
     if (first + (hi - lo + B::kValues - 1) / B::kValues > int64_t(out_.size()))
-      throw Error("wire: ranges [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of " + std::to_string(n_) +
-                  " values need more blocks than ranges of at least " + std::to_string(B::kValues) + " values would");
-    float* residual = residual_.empty() ? nullptr : &residual_[size_t(lo)];  // carried in, and what rounding drops
-    next_block_ += quantize_all(values + lo, scale, residual, hi - lo, &out_[size_t(first)], residual);
+      throw Error("wire: ranges [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of " +
+                  std::to_string(n_) + " values need more blocks than ranges of at least " +
+                  std::to_string(B::kValues) + " values would");
+    float* residual = residual_.empty()
+                          ? nullptr
+                          : &residual_[size_t(lo)];  // carried in, and what rounding drops
+    next_block_ +=
+        quantize_all(values + lo, scale, residual, hi - lo, &out_[size_t(first)], residual);
     ranges_.push_back({lo, hi, first});
     MPI_Request req;
-    comm_.start_allreduce(&out_[size_t(first)], &in_[size_t(first)], int(next_block_ - first), ops_.type, ops_.sum, &req);
+    comm_.start_allreduce(&out_[size_t(first)], &in_[size_t(first)], int(next_block_ - first),
+                          ops_.type, ops_.sum, &req);
     return req;
   }
 
   void receive() override {
-    for (const Range& r : ranges_) dequantize_all(&in_[size_t(r.first_block)], r.hi - r.lo, &averages_[size_t(r.lo)]);
+    for (const Range& r : ranges_)
+      dequantize_all(&in_[size_t(r.first_block)], r.hi - r.lo, &averages_[size_t(r.lo)]);
     ranges_.clear();
     next_block_ = 0;
   }
@@ -299,7 +312,8 @@ class AverageBlocks : public WireAverage {
 template <class B>
 class BlockSumOf : public BlockSum {
  public:
-  explicit BlockSumOf(int64_t max_count) : out_(size_t(max_count / B::kValues + 1)), in_(out_.size()) {}
+  explicit BlockSumOf(int64_t max_count)
+      : out_(size_t(max_count / B::kValues + 1)), in_(out_.size()) {}
   MPI_Request start(Comm& comm, const float* values, int64_t count, float* dropped) override {
     const int64_t blocks = quantize_all(values, 1.0f, nullptr, count, out_.data(), dropped);
     MPI_Request req;
@@ -331,6 +345,8 @@ std::unique_ptr<WireAverage> make_int4_average(Comm& comm, int64_t n, const Wire
 int64_t int8_wire_bytes(int64_t n) { return blocks_wire_bytes<Block8>(n); }
 int64_t int4_wire_bytes(int64_t n) { return blocks_wire_bytes<Block4>(n); }
 
-std::unique_ptr<BlockSum> make_int4_sum(int64_t max_count) { return std::make_unique<BlockSumOf<Block4>>(max_count); }
+std::unique_ptr<BlockSum> make_int4_sum(int64_t max_count) {
+  return std::make_unique<BlockSumOf<Block4>>(max_count);
+}
 
 }  // namespace pitrain

@@ -39,7 +39,9 @@ struct Layout {
   int64_t first = 0, second = 0;                  // values of each allreduce
   int64_t rest_at = 0;                            // where the rest starts in the first
   int64_t p_floats = 0, q_floats = 0;             // all factors, (rows, r) and (cols, r) each
-  static int64_t whole_blocks(int64_t values) { return (values + kInt4BlockValues - 1) / kInt4BlockValues * kInt4BlockValues; }
+  static int64_t whole_blocks(int64_t values) {
+    return (values + kInt4BlockValues - 1) / kInt4BlockValues * kInt4BlockValues;
+  }
   int64_t p_values(const WireMatrix& m) const { return r * whole_blocks(m.rows); }  // on the wire
   int64_t q_values(const WireMatrix& m) const { return r * whole_blocks(m.cols); }
 };
@@ -87,8 +89,10 @@ void orthonormalise(float* p, int64_t rows, int r) {
     for (int pass = 0; pass < 2; ++pass)
       for (int i = 0; i < j; ++i) m.col(j) -= m.col(i).dot(m.col(j)) * m.col(i);
     const float after = m.col(j).norm();
-    if (after > 1e-4f * before && after > 0) m.col(j) /= after;
-    else m.col(j).setZero();
+    if (after > 1e-4f * before && after > 0)
+      m.col(j) /= after;
+    else
+      m.col(j).setZero();
   }
   MatrixView(p, rows, r) = m;
 }
@@ -96,9 +100,16 @@ void orthonormalise(float* p, int64_t rows, int r) {
 class PowerSgdAverage : public WireAverage {
  public:
   PowerSgdAverage(Comm& comm, int64_t n, const WireOptions& opts)
-      : WireAverage(comm, n), layout_(layout_of(n, opts)), p_(size_t(layout_.p_floats)),
-        q_(size_t(layout_.q_floats)), first_(size_t(layout_.first)), dropped_(size_t(std::max(layout_.first, layout_.second))),
-        second_(size_t(layout_.second)), own_second_(second_.size()), sum_first_(make_int4_sum(layout_.first)), sum_second_(make_int4_sum(layout_.second)) {
+      : WireAverage(comm, n),
+        layout_(layout_of(n, opts)),
+        p_(size_t(layout_.p_floats)),
+        q_(size_t(layout_.q_floats)),
+        first_(size_t(layout_.first)),
+        dropped_(size_t(std::max(layout_.first, layout_.second))),
+        second_(size_t(layout_.second)),
+        own_second_(second_.size()),
+        sum_first_(make_int4_sum(layout_.first)),
+        sum_second_(make_int4_sum(layout_.second)) {
     residual_.assign(size_t(n), 0.0f);
     // Q starts random, the same on every rank; from then on it is the last round's average.
     for (size_t i = 0; i < q_.size(); ++i) q_[i] = random_q(i);
@@ -113,8 +124,8 @@ class PowerSgdAverage : public WireAverage {
   // hosts that share the machine's L3 felt (bench/RESULTS.md, thirty-seventh pass).
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
     if (lo != 0 || hi != n_)
-      throw Error("PowerSGD averages the whole vector at once: got [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                  ") of " + std::to_string(n_));
+      throw Error("PowerSGD averages the whole vector at once: got [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + ") of " + std::to_string(n_));
     float* a = residual_.data();
     for (int64_t i = 0; i < n_; ++i) a[i] += values[i];
     scale_ = scale;
@@ -132,7 +143,8 @@ class PowerSgdAverage : public WireAverage {
       for (int64_t i = from; i < to; ++i) wire[i - from] = a[i] * scale;
       wire += layout_.whole_blocks(to - from);
     }
-    const MPI_Request req = sum_first_->start(comm_, first_.data(), int64_t(first_.size()), dropped_.data());
+    const MPI_Request req =
+        sum_first_->start(comm_, first_.data(), int64_t(first_.size()), dropped_.data());
     const float* dropped = &dropped_[size_t(layout_.rest_at)];
     for (const auto& [from, to] : layout_.rest) {
       for (int64_t i = from; i < to; ++i) residual_[size_t(i)] = dropped[i - from] / scale;
@@ -160,11 +172,13 @@ class PowerSgdAverage : public WireAverage {
       gemm(true, false, int(m.cols), r, int(m.rows), &residual_[size_t(m.offset)], p, q);
       for (int64_t i = 0; i < m.cols * r; ++i) q[i] *= scale_;
       to_columns(q, m.cols, r, layout_.whole_blocks(m.cols), q_wire);
-      p_wire += layout_.p_values(m), q_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
+      p_wire += layout_.p_values(m), q_wire += layout_.q_values(m), p += m.rows * r,
+          q += m.cols * r;
     }
     phase_ = 2;
     own_second_ = second_;
-    const MPI_Request req = sum_second_->start(comm_, second_.data(), int64_t(second_.size()), dropped_.data());
+    const MPI_Request req =
+        sum_second_->start(comm_, second_.data(), int64_t(second_.size()), dropped_.data());
     for (size_t i = 0; i < own_second_.size(); ++i) own_second_[i] -= dropped_[i];
     return req;
   }
@@ -182,11 +196,13 @@ class PowerSgdAverage : public WireAverage {
       // This rank's own Q as sent: its residual is what P P^T leaves of its own values (until
       // now the residual holds the values sent).
       from_columns(own_wire, m.cols, r, layout_.whole_blocks(m.cols), q);
-      gemm_add(false, true, int(m.rows), int(m.cols), r, -1.0f / scale_, p, q, &residual_[size_t(m.offset)]);
+      gemm_add(false, true, int(m.rows), int(m.cols), r, -1.0f / scale_, p, q,
+               &residual_[size_t(m.offset)]);
       from_columns(q_wire, m.cols, r, layout_.whole_blocks(m.cols), q);
       gemm(false, true, int(m.rows), int(m.cols), r, p, q, &averages_[size_t(m.offset)]);
       restart_zero_columns(q, m.cols, r, size_t(q - q_.data()));
-      q_wire += layout_.q_values(m), own_wire += layout_.q_values(m), p += m.rows * r, q += m.cols * r;
+      q_wire += layout_.q_values(m), own_wire += layout_.q_values(m), p += m.rows * r,
+          q += m.cols * r;
     }
     const float* rest = &first_[size_t(layout_.rest_at)];
     for (const auto& [from, to] : layout_.rest) {

@@ -26,7 +26,8 @@ bool claim(std::atomic<uint64_t>& claimed, uint64_t batch) {
 void ThreadedModel::add_backup_scratch(int count) {
   const int threads = pool_.size();
   if (count <= backup_shares_) return;
-  if (backup_shares_ > 0) pool_.withdraw_posted();  // the buffers below move under workers of an earlier batch
+  if (backup_shares_ > 0)
+    pool_.withdraw_posted();  // the buffers below move under workers of an earlier batch
   backup_shares_ = count;
   slots_.resize(size_t(threads));
   reading_ = std::make_unique<std::atomic<int>[]>(size_t(threads));
@@ -34,10 +35,12 @@ void ThreadedModel::add_backup_scratch(int count) {
   share_done_ = std::make_unique<std::atomic<uint64_t>[]>(size_t(count));
   for (int t = 0; t < threads; ++t) reading_[t] = -1;
   for (int s = 0; s < count; ++s) share_claimed_[s] = 0, share_done_[s] = 0;
-  backups_.assign(size_t((threads - 1) * count), Backup{std::vector<float>(size_t(model_.num_params())), {}});
+  backups_.assign(size_t((threads - 1) * count),
+                  Backup{std::vector<float>(size_t(model_.num_params())), {}});
 }
 
-LossStats ThreadedModel::forward_backward_crowded(const float* x, const int32_t* y, int n, const Context& ctx) {
+LossStats ThreadedModel::forward_backward_crowded(const float* x, const int32_t* y, int n,
+                                                  const Context& ctx) {
   const int count = shares(n);
   add_scratch(count);
   add_backup_scratch(count);
@@ -69,7 +72,8 @@ LossStats ThreadedModel::forward_backward_crowded(const float* x, const int32_t*
   } close{*this};
   bool prepared = false;
   for (int s = 0; s < count; ++s) {
-    if (!claim(share_claimed_[s], batch)) {  // a worker's: its result if done, else this thread's own
+    if (!claim(share_claimed_[s],
+               batch)) {  // a worker's: its result if done, else this thread's own
       const uint64_t done = share_done_[s];
       if (done >> kLowBits == batch) {
         const Backup& b = backup(int(done & kLowMask), s);
@@ -97,7 +101,8 @@ void ThreadedModel::worker_backups(int worker) {
   if (open == 0) return;
   const int slot_index = int(open & kLowMask);
   reading_[worker] = slot_index;
-  if (open_batch_ == open) {  // still open: the calling thread will not write the slot until we let go of it
+  if (open_batch_ ==
+      open) {  // still open: the calling thread will not write the slot until we let go of it
     const Slot& slot = slots_[size_t(slot_index)];
     Model& scratch = of_thread(worker);
     scratch.read_params(slots_[size_t(slot_index)].params.data());
@@ -108,7 +113,8 @@ void ThreadedModel::worker_backups(int worker) {
         if (after_worker_claim) after_worker_claim();
         Backup& b = backup(worker, s);
         scratch.bind_grads(b.grads.data());
-        b.stats = share_forward_backward(scratch, slot.x.data(), slot.y.data(), slot.n, slot.count, s, slot.ctx, prepared);
+        b.stats = share_forward_backward(scratch, slot.x.data(), slot.y.data(), slot.n, slot.count,
+                                         s, slot.ctx, prepared);
         prepared = true;
         share_done_[s] = slot.batch << kLowBits | uint64_t(worker);
       }

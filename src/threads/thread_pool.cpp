@@ -43,7 +43,8 @@ class CrowdingMeter {
   }
 
  private:
-  static constexpr auto kFirstWindow = std::chrono::milliseconds(5), kWindow = std::chrono::milliseconds(50);
+  static constexpr auto kFirstWindow = std::chrono::milliseconds(5),
+                        kWindow = std::chrono::milliseconds(50);
   std::chrono::steady_clock::time_point last_;
   int reads_ = 0;  // 0, 1, or 2 for more
   int64_t run_ = 0, wait_ = 0;
@@ -57,8 +58,8 @@ ThreadPool::ThreadPool(int threads, Cores cores) : home_taken_(size_t(std::max(t
     for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
   } catch (const std::system_error& e) {  // a limit on processes (ulimit -u, a container's pids)
     stop_workers();
-    throw Error("--threads " + std::to_string(threads) + ": cannot start thread " + std::to_string(workers_.size() + 1) +
-                " (" + e.what() + "); use fewer threads");
+    throw Error("--threads " + std::to_string(threads) + ": cannot start thread " +
+                std::to_string(workers_.size() + 1) + " (" + e.what() + "); use fewer threads");
   }
 }
 
@@ -88,7 +89,9 @@ void ThreadPool::take_items(int self) {
       for (int t = 0; t < homes; ++t) home_taken_[size_t(t)] = true;
     }
   };
-  auto claim = [&](int t) { return !home_taken_[size_t(t)].load() && !home_taken_[size_t(t)].exchange(true); };
+  auto claim = [&](int t) {
+    return !home_taken_[size_t(t)].load() && !home_taken_[size_t(t)].exchange(true);
+  };
   if (self < homes && claim(self)) take(self);
   for (int i; (i = next_.fetch_add(1)) < items_;) take(i);
   for (int t = 1; t < homes; ++t)
@@ -129,7 +132,8 @@ void ThreadPool::work(int self) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (--active_ == 0) done_.notify_one();
     }
-    if (measures_crowding && measured_) meter.update(crowded_);  // after the job: its caller does not wait for it
+    if (measures_crowding && measured_)
+      meter.update(crowded_);  // after the job: its caller does not wait for it
   }
 }
 
@@ -165,7 +169,8 @@ void ThreadPool::run_on_threads(int items, const std::function<void(int, int)>& 
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &job, posted_ = nullptr, items_ = items, next_ = std::min(items, size()), error_ = nullptr, open_ = true;
+    job_ = &job, posted_ = nullptr, items_ = items, next_ = std::min(items, size()),
+    error_ = nullptr, open_ = true;
     for (auto& taken : home_taken_) taken = false;
     ++generation_;
   }
@@ -191,11 +196,14 @@ int ThreadPool::parts(int64_t n, int64_t grain) const {
   return int(std::clamp<int64_t>(n / std::max<int64_t>(grain, 1), 1, size()));
 }
 
-void ThreadPool::run_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& job, int64_t grain) {
+void ThreadPool::run_ranges(int64_t n, const std::function<void(int64_t, int64_t)>& job,
+                            int64_t grain) {
   const int count = ranges(n, grain);
   run(count, [&](int t) { job(n * t / count, n * (t + 1) / count); });
 }
 
-int default_threads() { return std::max(1, int(std::thread::hardware_concurrency()) / local_ranks()); }
+int default_threads() {
+  return std::max(1, int(std::thread::hardware_concurrency()) / local_ranks());
+}
 
 }  // namespace pitrain

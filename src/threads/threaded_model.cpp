@@ -30,7 +30,8 @@ void ThreadedModel::write_for_another_core(const float* a, const float* b, float
   int64_t i = 0;
   for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % 16 != 0; ++i) dst[i] = at(i);
   if (b) {
-    for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
+    for (; i + 4 <= n; i += 4)
+      _mm_stream_ps(dst + i, _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
   } else {
     for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(a + i));
   }
@@ -56,7 +57,8 @@ ThreadedModel::~ThreadedModel() { pool_.withdraw_posted(); }
 int ThreadedModel::shares(int n) const {
   const int for_threads = pool_.size() > 1 ? 2 * pool_.size() : 1;
   const int for_cache = int(std::ceil(double(n) * bytes_per_row_ / double(kShareBytes)));
-  const int most = std::min(int(double(n) * flops_per_row_per_param_ / kMinFlopsPerParam), n);  // no empty share
+  const int most =
+      std::min(int(double(n) * flops_per_row_per_param_ / kMinFlopsPerParam), n);  // no empty share
   return std::clamp(std::max(for_threads, for_cache), 1, std::max(most, 1));
 }
 
@@ -72,21 +74,25 @@ void ThreadedModel::reserve(int batch) {
   add_scratch(count);
   const int threads = count > 1 ? pool_.size() : 1;
   for (int t = 0; t < threads; ++t) of_thread(t).reserve((batch + count - 1) / count);
-  if (count > 1 && pool_.size() > 1) add_backup_scratch(count);  // here, where a lack of memory shows at the start
+  if (count > 1 && pool_.size() > 1)
+    add_backup_scratch(count);  // here, where a lack of memory shows at the start
   add_chain_sums(batch);
 }
 
 void ThreadedModel::add_chain_sums(int n) {
   if (!workers_copy_weights(n)) return;
-  while (int(chain_sums_.size()) + 1 < chains(n)) chain_sums_.emplace_back(size_t(model_.num_params()));
+  while (int(chain_sums_.size()) + 1 < chains(n))
+    chain_sums_.emplace_back(size_t(model_.num_params()));
 }
 
 void ThreadedModel::add_scratch(int count) {
   if (count > 1 && pool_.size() > 1 && copies_.empty()) {
     workers_params_.resize(size_t(model_.num_params()));
-    while (int(copies_.size()) + 1 < pool_.size()) copies_.push_back(Model::reading_params(model_, workers_params_.data()));
+    while (int(copies_.size()) + 1 < pool_.size())
+      copies_.push_back(Model::reading_params(model_, workers_params_.data()));
   }
-  while (int(share_grads_.size()) + 1 < count) share_grads_.emplace_back(size_t(model_.num_params()));
+  while (int(share_grads_.size()) + 1 < count)
+    share_grads_.emplace_back(size_t(model_.num_params()));
   if (int(stats_.size()) < count) stats_.resize(size_t(count));
 }
 
@@ -102,20 +108,25 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
     for (int s = chain; s < count; s += chain_count) {
       const bool prepared = prepared_batch_[size_t(t)] == batches_;
       prepared_batch_[size_t(t)] = batches_;
-      if (!prepared && t != 0) of_thread(t).read_params(workers_read);  // each thread binds its own scratch
+      if (!prepared && t != 0)
+        of_thread(t).read_params(workers_read);  // each thread binds its own scratch
       share(of_thread(t), s, chain, first(s), first(s + 1) - first(s), prepared);
     }
   };
-  if (pool_.crowded()) {  // inference, or training that found the cores free just before: no worker to wait for
+  if (pool_.crowded()) {  // inference, or training that found the cores free just before: no worker
+                          // to wait for
     for (int chain = 0; chain < chain_count; ++chain) chain_job(chain, 0);
   } else {
-    if (copy) write_for_another_core(model_.params().data(), nullptr, workers_params_.data(), model_.num_params());
+    if (copy)
+      write_for_another_core(model_.params().data(), nullptr, workers_params_.data(),
+                             model_.num_params());
     pool_.run_on_threads(chain_count, chain_job);
   }
 }
 
-LossStats ThreadedModel::share_forward_backward(Model& scratch, const float* x, const int32_t* y, int n, int count,
-                                                int s, const Context& ctx, bool prepared) {
+LossStats ThreadedModel::share_forward_backward(Model& scratch, const float* x, const int32_t* y,
+                                                int n, int count, int s, const Context& ctx,
+                                                bool prepared) {
   const int first = first_row(n, count, s), rows = first_row(n, count, s + 1) - first;
   Context share = ctx;
   share.first_row = first, share.batch_rows = n, share.prepared = prepared;
@@ -125,7 +136,8 @@ LossStats ThreadedModel::share_forward_backward(Model& scratch, const float* x, 
 
 LossStats ThreadedModel::sum_stats(int count) const {
   LossStats total;
-  for (int s = 0; s < count; ++s) total.loss_sum += stats_[size_t(s)].loss_sum, total.correct += stats_[size_t(s)].correct;
+  for (int s = 0; s < count; ++s)
+    total.loss_sum += stats_[size_t(s)].loss_sum, total.correct += stats_[size_t(s)].correct;
   return total;
 }
 
@@ -134,19 +146,20 @@ void ThreadedModel::add_share_to_chain(int s, int chain) {
 }
 
 void ThreadedModel::write_chain_sum(int s, int chain) {
-  write_for_another_core(grads_of_share(chain), s != chain ? grads_of_share(s) : nullptr, chain_sums_[size_t(chain - 1)].data(),
-                         model_.num_params());
+  write_for_another_core(grads_of_share(chain), s != chain ? grads_of_share(s) : nullptr,
+                         chain_sums_[size_t(chain - 1)].data(), model_.num_params());
 }
 
 void ThreadedModel::add_chains(int chain_count, ChainSums sums, int64_t lo, int64_t hi) {
   for (int chain = 1; chain < chain_count; ++chain) {
-    const float* sum = sums == ChainSums::written_out ? chain_sums_[size_t(chain - 1)].data() : grads_of_share(chain);
+    const float* sum = sums == ChainSums::written_out ? chain_sums_[size_t(chain - 1)].data()
+                                                      : grads_of_share(chain);
     add(sum, model_.grads().data(), lo, hi);
   }
 }
 
-LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n, const Context& ctx,
-                                          const Model::GradientsReady& ready) {
+LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n,
+                                          const Context& ctx, const Model::GradientsReady& ready) {
   const int count = shares(n);
   if (count == 1) {
     Context whole = ctx;
@@ -163,20 +176,24 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     ~OwnGrads() { m.bind_grads(m.grads().data()); }
   } own_grads{model_};
   const int chain_count = chains(n);
-  const bool sum_alone = workers_copy_weights(n);  // as the calling thread updates alone (pool_for_update)
+  const bool sum_alone =
+      workers_copy_weights(n);  // as the calling thread updates alone (pool_for_update)
   add_chain_sums(n);
   for_each_share(n, [&](Model& scratch, int s, int chain, int, int, bool prepared) {
     scratch.bind_grads(grads_of_share(s));
     stats_[size_t(s)] = share_forward_backward(scratch, x, y, n, count, s, ctx, prepared);
-    if (sum_alone && chain != 0 && s + chain_count >= count) write_chain_sum(s, chain);  // the chain's last share
-    else if (s != chain) add_share_to_chain(s, chain);
+    if (sum_alone && chain != 0 && s + chain_count >= count)
+      write_chain_sum(s, chain);  // the chain's last share
+    else if (s != chain)
+      add_share_to_chain(s, chain);
   });
   // Share 0's buffer gets the sum of the chains', each element added in chain order.
   if (sum_alone) {
     add_chains(chain_count, ChainSums::written_out, 0, model_.num_params());
   } else {
-    pool_.run_ranges(model_.num_params(),
-                     [&](int64_t lo, int64_t hi) { add_chains(chain_count, ChainSums::in_chain_buffers, lo, hi); });
+    pool_.run_ranges(model_.num_params(), [&](int64_t lo, int64_t hi) {
+      add_chains(chain_count, ChainSums::in_chain_buffers, lo, hi);
+    });
   }
   if (ready) ready(0);
   return sum_stats(count);

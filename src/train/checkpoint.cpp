@@ -19,11 +19,14 @@ namespace {
 // Keras' HDF5 weights layout, as its model.save("x.h5") writes it and load_weights("x.h5") reads
 // it: /model_weights/conv2d/conv2d/kernel:0, the layer group listing its datasets in its attribute
 // weight_names ("conv2d/kernel:0"), the group listing the layers in layer_names.
-std::string keras_weight_name(const std::string& layer, const ParamView& p) { return keras_weight_path(layer, p) + ":0"; }
+std::string keras_weight_name(const std::string& layer, const ParamView& p) {
+  return keras_weight_path(layer, p) + ":0";
+}
 std::string weight_path(const std::string& layer, const ParamView& p) {
   return "/model_weights/" + layer + "/" + keras_weight_name(layer, p);
 }
-// Checkpoints from before the Keras layout (/model_weights/conv2d/kernel, no layer_names) still load.
+// Checkpoints from before the Keras layout (/model_weights/conv2d/kernel, no layer_names) still
+// load.
 std::string weight_path_before_keras(const std::string& layer, const ParamView& p) {
   return "/model_weights/" + layer + "/" + p.name;
 }
@@ -37,7 +40,8 @@ void write_weights(h5::File& f, const Model& model) {
     for (const auto& p : model.layers()[i]->params()) {
       weight_names.push_back(keras_weight_name(names[i], p));
       std::vector<hsize_t> dims(p.shape.begin(), p.shape.end());
-      f.write<float>(weight_path(names[i], p), dims, model.params().data() + model.param_offset(i) + p.offset);
+      f.write<float>(weight_path(names[i], p), dims,
+                     model.params().data() + model.param_offset(i) + p.offset);
     }
     f.set_bytes_attr("weight_names", weight_names, group);
   }
@@ -48,12 +52,14 @@ void write_weights(h5::File& f, const Model& model) {
   f.set_bytes_attr("layer_names", names, "/model_weights");
 }
 
-// A count attribute (epoch, step, ...): a whole number from 0 to 2^53, which a double holds exactly.
+// A count attribute (epoch, step, ...): a whole number from 0 to 2^53, which a double holds
+// exactly.
 int64_t count_attr(const h5::File& f, const std::string& name) {
   const double v = f.attr_double(name);
   if (!(v >= 0 && v <= 9007199254740992.0 && std::floor(v) == v)) {
-    throw Error(f.path() + ": attribute " + name + " is " + format_number("%g", v) +
-                ", not a count (a whole number from 0); the checkpoint is damaged, resume from another");
+    throw Error(
+        f.path() + ": attribute " + name + " is " + format_number("%g", v) +
+        ", not a count (a whole number from 0); the checkpoint is damaged, resume from another");
   }
   return int64_t(v);
 }
@@ -63,7 +69,8 @@ uint64_t seed_attr(const h5::File& f) {
   uint64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size())
-    throw Error(f.path() + ": attribute seed is '" + s + "', not a decimal number from 0 to 2^64-1; the checkpoint is damaged");
+    throw Error(f.path() + ": attribute seed is '" + s +
+                "', not a decimal number from 0 to 2^64-1; the checkpoint is damaged");
   return v;
 }
 
@@ -71,16 +78,20 @@ using WeightPath = std::string (*)(const std::string& layer, const ParamView& p)
 
 // Every weight dataset that the layers imply is in the file, in its shape, with the bytes it
 // declares: a few bytes of model_spec may describe gigabytes of parameters.
-void check_weights(const h5::File& f, const std::vector<std::unique_ptr<Layer>>& layers, WeightPath path_of) {
+void check_weights(const h5::File& f, const std::vector<std::unique_ptr<Layer>>& layers,
+                   WeightPath path_of) {
   const auto names = keras_layer_names(layers);
   for (size_t i = 0; i < layers.size(); ++i)
     for (const auto& p : layers[i]->params()) {
       const std::string name = path_of(names[i], p);
       if (!f.exists(name))
-        throw Error(f.path() + ": dataset " + name + " is missing, which its model_spec implies; the checkpoint is damaged or was edited");
+        throw Error(
+            f.path() + ": dataset " + name +
+            " is missing, which its model_spec implies; the checkpoint is damaged or was edited");
       const auto dims = f.shape(name);
       if (std::vector<int64_t>(dims.begin(), dims.end()) != p.shape)
-        throw Error(f.path() + ": dataset " + name + " has shape " + h5::dims_text(dims) + ", expected " +
+        throw Error(f.path() + ": dataset " + name + " has shape " + h5::dims_text(dims) +
+                    ", expected " +
                     h5::dims_text(std::vector<hsize_t>(p.shape.begin(), p.shape.end())) +
                     " from its model_spec; the checkpoint is damaged or was edited");
       f.check_stored(name);
@@ -90,15 +101,17 @@ void check_weights(const h5::File& f, const std::vector<std::unique_ptr<Layer>>&
 // The model its model_spec and class_names describe, built once the file holds every weight it
 // implies and its parameters and `batch` rows of activations fit in memory (checked from the
 // layers' shapes, before anything is allocated); an Error naming the file otherwise.
-Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_names, WeightPath path_of, int batch) {
+Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_names,
+                       WeightPath path_of, int batch) {
   if (const auto problem = class_names_problem(class_names); !problem.empty())
     throw Error(f.path() + ": attribute class_names: " + problem + "; the checkpoint is damaged");
   const std::string spec = f.attr_string("model_spec");
   const int classes = int(class_names.size());
-  auto not_this_file = [&](const Error& e) {  // its words are about a --model flag: say it is this file's
-    return Error(f.path() + ": its model_spec does not fit its " + std::to_string(classes) + " class_names (" + e.what() +
-                 "); the checkpoint is damaged or was edited");
-  };
+  auto not_this_file =
+      [&](const Error& e) {  // its words are about a --model flag: say it is this file's
+        return Error(f.path() + ": its model_spec does not fit its " + std::to_string(classes) +
+                     " class_names (" + e.what() + "); the checkpoint is damaged or was edited");
+      };
   std::vector<std::unique_ptr<Layer>> layers;
   try {
     layers = make_layers(spec, kInputShape, classes);
@@ -106,8 +119,10 @@ Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_
     throw not_this_file(e);
   }
   check_weights(f, layers, path_of);
-  check_model_fits_memory(layers, batch, f.path() + ": its model " + spec + " run on " + std::to_string(batch) + " rows at once",
-                          "use a machine with more memory, or a smaller --batch-size to resume");
+  check_model_fits_memory(
+      layers, batch,
+      f.path() + ": its model " + spec + " run on " + std::to_string(batch) + " rows at once",
+      "use a machine with more memory, or a smaller --batch-size to resume");
   try {
     return Model(spec, classes);
   } catch (const Error& e) {
@@ -136,11 +151,12 @@ void write_contents(h5::File& f, const Model& model, Optimizer& opt, const RunSt
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt, const RunState& state,
-                     const std::vector<std::string>& class_names) {
+void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt,
+                     const RunState& state, const std::vector<std::string>& class_names) {
   const std::string tmp = temp_path_beside(path);
   {
-    auto f = h5::File::create(tmp, true);  // exclusive: a name in use fails here, and is not ours to remove
+    auto f = h5::File::create(
+        tmp, true);  // exclusive: a name in use fails here, and is not ours to remove
     try {
       write_contents(f, model, opt, state, class_names);
     } catch (...) {
@@ -154,9 +170,12 @@ void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt
 Checkpoint load_checkpoint(const std::string& path, int batch) {
   auto f = h5::File::open_read(path);
   if (!f.has_attr("model_spec") || !f.exists("/model_weights"))
-    throw Error(path + ": not a pitrain checkpoint (no model_spec or /model_weights); give a file written by `pitrain train --checkpoint`");
+    throw Error(path +
+                ": not a pitrain checkpoint (no model_spec or /model_weights); give a file written "
+                "by `pitrain train --checkpoint`");
   const auto class_names = f.attr_strings("class_names");
-  const WeightPath path_of = f.has_attr("layer_names", "/model_weights") ? weight_path : weight_path_before_keras;
+  const WeightPath path_of =
+      f.has_attr("layer_names", "/model_weights") ? weight_path : weight_path_before_keras;
   Checkpoint c{checkpoint_model(f, class_names, path_of, batch), class_names, {}, "", 0, {}};
   const auto names = c.model.layer_names();
   for (size_t i = 0; i < c.model.layers().size(); ++i)
@@ -165,7 +184,8 @@ Checkpoint load_checkpoint(const std::string& path, int batch) {
       std::copy(w.begin(), w.end(), c.model.params().begin() + c.model.param_offset(i) + p.offset);
     }
   if (const auto bad = first_non_finite_layer(c.model, c.model.params()); !bad.empty())
-    throw Error(path + ": the weights of " + bad + " hold NaN or Inf; the checkpoint is damaged, resume from another");
+    throw Error(path + ": the weights of " + bad +
+                " hold NaN or Inf; the checkpoint is damaged, resume from another");
   c.optimizer = f.attr_string("optimizer");
   c.iterations = count_attr(f, "iterations");
   c.state.epoch = count_attr(f, "epoch");
@@ -173,9 +193,11 @@ Checkpoint load_checkpoint(const std::string& path, int batch) {
   c.state.epoch_step = f.has_attr("epoch_step") ? count_attr(f, "epoch_step") : 0;
   c.state.steps_per_epoch = f.has_attr("steps_per_epoch") ? count_attr(f, "steps_per_epoch") : 0;
   c.state.seed = seed_attr(f);
-  // Every optimizer state buffer is one float a parameter: check before reading what the file declares.
+  // Every optimizer state buffer is one float a parameter: check before reading what the file
+  // declares.
   const hsize_t n = hsize_t(c.model.num_params());
-  for (const auto& name : f.members("/optimizer_weights")) {  // the optimizer's own names (Optimizer::state)
+  for (const auto& name :
+       f.members("/optimizer_weights")) {  // the optimizer's own names (Optimizer::state)
     const std::string ds = "/optimizer_weights/" + name;
     if (f.shape(ds) != std::vector<hsize_t>{n})
       throw Error(path + ": " + ds + " does not have the shape (" + std::to_string(n) +
@@ -187,11 +209,13 @@ Checkpoint load_checkpoint(const std::string& path, int batch) {
 
 void restore_optimizer(const Checkpoint& ckpt, Optimizer& opt, const std::string& path) {
   if (ckpt.optimizer != opt.name())
-    throw UsageError(path + ": checkpoint was trained with --optimizer " + ckpt.optimizer + "; resume with the same");
+    throw UsageError(path + ": checkpoint was trained with --optimizer " + ckpt.optimizer +
+                     "; resume with the same");
   for (auto& [name, buf] : opt.state()) {
     auto it = ckpt.optimizer_state.find(name);
     if (it == ckpt.optimizer_state.end() || it->second.size() != buf->size())
-      throw Error(path + ": optimizer state " + name + " is missing or has the wrong size (corrupt checkpoint)");
+      throw Error(path + ": optimizer state " + name +
+                  " is missing or has the wrong size (corrupt checkpoint)");
     *buf = it->second;
   }
   opt.iterations = ckpt.iterations;

@@ -4,7 +4,8 @@
 
 namespace pitrain {
 
-CheckpointWriter::CheckpointWriter(const Model& model, const Optimizer& opt, std::vector<std::string> class_names)
+CheckpointWriter::CheckpointWriter(const Model& model, const Optimizer& opt,
+                                   std::vector<std::string> class_names)
     : model_(model.spec(), model.classes()),
       opt_(make_optimizer(opt.name(), model.num_params(), 0)),  // momentum: not part of the file
       class_names_(std::move(class_names)) {}
@@ -13,12 +14,14 @@ CheckpointWriter::~CheckpointWriter() {
   if (thread_.joinable()) thread_.join();
 }
 
-void CheckpointWriter::save(const std::string& path, const Model& model, Optimizer& opt, const RunState& state) {
+void CheckpointWriter::save(const std::string& path, const Model& model, Optimizer& opt,
+                            const RunState& state) {
   wait();
   model_.params() = model.params();
   auto from = opt.state();
   auto to = opt_->state();
-  for (size_t i = 0; i < from.size(); ++i) *to[i].second = *from[i].second;  // the same optimizer: the same names
+  for (size_t i = 0; i < from.size(); ++i)
+    *to[i].second = *from[i].second;  // the same optimizer: the same names
   opt_->iterations = opt.iterations;
   thread_ = std::thread([this, path, state] {
     try {

@@ -24,8 +24,9 @@ std::vector<Guess> top_classes(Model& model, const uint8_t* pixels, int k) {
   std::vector<int> order(static_cast<size_t>(classes));
   std::iota(order.begin(), order.end(), 0);
   // Ties to the lower label, as the first largest probability is the class elsewhere.
-  std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                    [&](int a, int b) { return p[size_t(a)] > p[size_t(b)] || (p[size_t(a)] == p[size_t(b)] && a < b); });
+  std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int a, int b) {
+    return p[size_t(a)] > p[size_t(b)] || (p[size_t(a)] == p[size_t(b)] && a < b);
+  });
   std::vector<Guess> guesses;
   for (int i = 0; i < top; ++i) guesses.push_back({order[size_t(i)], p[size_t(order[size_t(i)])]});
   return guesses;

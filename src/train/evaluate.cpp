@@ -11,7 +11,8 @@ Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm) {
   // [loss sum, correct, count, confusion...]: one allreduce for all of it. A row a share,
   // added in share order, so the figures do not depend on timing.
   const size_t width = 3 + size_t(classes) * classes;
-  std::vector<std::vector<double>> by_share(size_t(model.shares(kEvalBatch)), std::vector<double>(width, 0.0));
+  std::vector<std::vector<double>> by_share(size_t(model.shares(kEvalBatch)),
+                                            std::vector<double>(width, 0.0));
   BatchLoader loader(local, kEvalBatch);
   for (loader.reset_in_order(); loader.has_next();) {
     const Batch b = loader.next();

@@ -67,18 +67,25 @@ namespace {
 
 // What the watchdog names: a step, or the start-up before the first step (step -1).
 std::string stall_point(int64_t step) {
-  return step < 0 ? std::string("start-up (data loading, weight broadcast)") : "step " + std::to_string(step);
+  return step < 0 ? std::string("start-up (data loading, weight broadcast)")
+                  : "step " + std::to_string(step);
 }
 
 }  // namespace
 
 StallWatchdog::StallWatchdog(double timeout_seconds, const Comm& comm, std::string stalled_file)
-    : timeout_(timeout_seconds), comm_(comm), stalled_file_(std::move(stalled_file)), last_beat_(seconds_now()) {
+    : timeout_(timeout_seconds),
+      comm_(comm),
+      stalled_file_(std::move(stalled_file)),
+      last_beat_(seconds_now()) {
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
-  if (timeout_ > 0 && level == MPI_THREAD_MULTIPLE && comm.size() > 1) MPI_Comm_dup(comm.raw(), &reports_);
-  // Made at once, empty: `pitrain elastic` times a stalled start-up from here, after this watchdog's.
-  if (reports_ != MPI_COMM_NULL && comm.rank() == 0 && !stalled_file_.empty()) std::ofstream(stalled_file_).close();
+  if (timeout_ > 0 && level == MPI_THREAD_MULTIPLE && comm.size() > 1)
+    MPI_Comm_dup(comm.raw(), &reports_);
+  // Made at once, empty: `pitrain elastic` times a stalled start-up from here, after this
+  // watchdog's.
+  if (reports_ != MPI_COMM_NULL && comm.rank() == 0 && !stalled_file_.empty())
+    std::ofstream(stalled_file_).close();
   if (timeout_ > 0) thread_ = std::thread(&StallWatchdog::watch, this);
 }
 
@@ -103,13 +110,17 @@ void StallWatchdog::watch() {
     const double stalled = seconds_now() - last_beat_;
     if (stalled < timeout_) continue;
     const std::string what = stall_point(step_.load());
-    std::fprintf(stderr,
-                 "pitrain: error (rank %d): %s has not completed in %.0f s (--stall-timeout): a rank died, "
-                 "hung or lost its network link; ending the job (resume from the last checkpoint with --resume)\n",
-                 comm_.rank(), what.c_str(), stalled);
+    std::fprintf(
+        stderr,
+        "pitrain: error (rank %d): %s has not completed in %.0f s (--stall-timeout): a rank died, "
+        "hung or lost its network link; ending the job (resume from the last checkpoint with "
+        "--resume)\n",
+        comm_.rank(), what.c_str(), stalled);
     std::fflush(stderr);
-    if (reports_ != MPI_COMM_NULL) report_to_rank0(step_.load());  // the other ranks have said the same by its end
-    else std::this_thread::sleep_for(std::chrono::seconds(2));  // let the other ranks say the same
+    if (reports_ != MPI_COMM_NULL)
+      report_to_rank0(step_.load());  // the other ranks have said the same by its end
+    else
+      std::this_thread::sleep_for(std::chrono::seconds(2));  // let the other ranks say the same
     std::_Exit(1);
   }
 }
@@ -124,7 +135,8 @@ void StallWatchdog::report_to_rank0(int64_t step) {
   if (comm_.rank() != 0) {
     MPI_Request request;
     MPI_Isend(mine, 2, MPI_INT64_T, 0, 0, reports_, &request);
-    for (int done = 0; !done && seconds_now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(20)))
+    for (int done = 0; !done && seconds_now() < deadline;
+         std::this_thread::sleep_for(std::chrono::milliseconds(20)))
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     while (seconds_now() < deadline + 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return;
@@ -150,13 +162,17 @@ void StallWatchdog::report_to_rank0(int64_t step) {
       missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       numbers += std::to_string(r) + " ";
     }
-  std::fprintf(stderr, "pitrain: error: %s stalled; ranks that had not arrived: %s (the others waited for them)\n",
-               stall_point(step).c_str(), missing.empty() ? "none found" : missing.c_str());
+  std::fprintf(
+      stderr,
+      "pitrain: error: %s stalled; ranks that had not arrived: %s (the others waited for them)\n",
+      stall_point(step).c_str(), missing.empty() ? "none found" : missing.c_str());
   std::fflush(stderr);
   if (!stalled_file_.empty()) std::ofstream(stalled_file_) << numbers << "\n";
 }
 
-std::string first_non_finite_layer(const Model& model) { return first_non_finite_layer(model, model.grads()); }
+std::string first_non_finite_layer(const Model& model) {
+  return first_non_finite_layer(model, model.grads());
+}
 
 std::string first_non_finite_layer(const Model& model, const std::vector<float>& g) {
   const auto bad = std::find_if(g.begin(), g.end(), [](float v) { return !std::isfinite(v); });

@@ -29,15 +29,22 @@ bool stdout_is_terminal() {
   return std::strncmp(target, "/dev/pts/", 9) == 0 || std::strncmp(target, "/dev/tty", 8) == 0;
 }
 
-std::string metrics(double loss, double acc) { return " - loss: " + format_number("%.4f", loss) + " - accuracy: " + format_number("%.4f", acc); }
-
-std::string bytes_text(double b) {
-  return b >= 1e6 ? format_number("%.1fMB", b / 1e6) : b >= 1e3 ? format_number("%.0fKB", b / 1e3) : format_number("%.0fB", b);
+std::string metrics(double loss, double acc) {
+  return " - loss: " + format_number("%.4f", loss) + " - accuracy: " + format_number("%.4f", acc);
 }
 
-std::string plural(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n > 1 ? "s" : ""); }
+std::string bytes_text(double b) {
+  return b >= 1e6   ? format_number("%.1fMB", b / 1e6)
+         : b >= 1e3 ? format_number("%.0fKB", b / 1e3)
+                    : format_number("%.0fB", b);
+}
 
-constexpr const char* kCsvHeader = "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images";
+std::string plural(int64_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n > 1 ? "s" : "");
+}
+
+constexpr const char* kCsvHeader =
+    "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images";
 
 // The log's header and its rows of epochs up to `epochs` (a killed run may have logged epochs
 // that its checkpoint does not hold); empty if `path` is not such a log.
@@ -56,7 +63,8 @@ std::string log_rows_up_to(const std::string& path, int64_t epochs) {
 
 }  // namespace
 
-TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunInfo& run, bool speaks)
+TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunInfo& run,
+                         bool speaks)
     : out_(out),
       opts_(opts),
       run_(run),
@@ -67,8 +75,10 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
     // A resume keeps a log file's rows up to its checkpoint, rewritten beside it and renamed into
     // place (a crash leaves the old log whole); a device or pipe (/dev/stdout) is written as it is.
     std::error_code not_a_file;
-    const std::string kept = run.resumed_after_step >= 0 && std::filesystem::is_regular_file(opts.log_csv, not_a_file)
-                                 ? log_rows_up_to(opts.log_csv, run.resumed_epochs) : "";
+    const std::string kept =
+        run.resumed_after_step >= 0 && std::filesystem::is_regular_file(opts.log_csv, not_a_file)
+            ? log_rows_up_to(opts.log_csv, run.resumed_epochs)
+            : "";
     if (!kept.empty()) {
       const std::string tmp = opts.log_csv + ".tmp";
       if (!(std::ofstream(tmp, std::ios::trunc) << kept))
@@ -83,11 +93,15 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
   }
   if (!progress_) return;
   out_ << "pitrain: " << plural(run.ranks, "rank") << " x " << plural(run.threads, "thread") << ", "
-       << run.train_images << " train / " << run.val_images << " val images, " << run.classes << " classes, model "
-       << run.model_spec << " (" << run.params << " params), batch " << opts.batch_size << " a rank ("
-       << opts.batch_size * run.ranks << " global), " << run.steps_per_epoch << " steps an epoch"
-       << (run.resumed_after_step >= 0 ? ", resumed after step " + std::to_string(run.resumed_after_step) : "")
-       << "\n" << (run.sync.why.empty() ? "" : "sync auto: " + run.sync.why + "\n") << std::flush;
+       << run.train_images << " train / " << run.val_images << " val images, " << run.classes
+       << " classes, model " << run.model_spec << " (" << run.params << " params), batch "
+       << opts.batch_size << " a rank (" << opts.batch_size * run.ranks << " global), "
+       << run.steps_per_epoch << " steps an epoch"
+       << (run.resumed_after_step >= 0
+               ? ", resumed after step " + std::to_string(run.resumed_after_step)
+               : "")
+       << "\n"
+       << (run.sync.why.empty() ? "" : "sync auto: " + run.sync.why + "\n") << std::flush;
 }
 
 std::string TrainReport::bar(int64_t step) const {
@@ -103,7 +117,8 @@ void TrainReport::start_epoch(int epoch, int64_t steps) {
   if (live_) out_ << "Epoch " << epoch << "/" << opts_.epochs << "\n" << std::flush;
 }
 
-void TrainReport::update(int64_t step, double loss, double accuracy, double seconds, double mpi_share) {
+void TrainReport::update(int64_t step, double loss, double accuracy, double seconds,
+                         double mpi_share) {
   if (!live_ || (seconds - last_draw_ < 0.1 && step < steps_)) return;
   last_draw_ = seconds;
   const double eta = seconds / double(step) * double(steps_ - step);
@@ -113,15 +128,17 @@ void TrainReport::update(int64_t step, double loss, double accuracy, double seco
 
 void TrainReport::end_epoch(const EpochResult& r) {
   last_ = r;
-  train_seconds_ += r.seconds, mpi_seconds_ += r.mpi_seconds, bytes_ += r.bytes_sent, collectives_ += r.collectives,
-  steps_run_ += r.steps;
+  train_seconds_ += r.seconds, mpi_seconds_ += r.mpi_seconds, bytes_ += r.bytes_sent,
+      collectives_ += r.collectives, steps_run_ += r.steps;
   // A run stopped after an epoch's last step resumes into that epoch's validation alone: it has
   // no training figures of its own (empty in the CSV), only the validation's.
   const bool trained = r.steps > 0;
   if (csv_.is_open()) {
     csv_ << r.epoch << ',';
-    if (trained) csv_ << r.loss << ',' << r.accuracy << ',';
-    else csv_ << ",,";
+    if (trained)
+      csv_ << r.loss << ',' << r.accuracy << ',';
+    else
+      csv_ << ",,";
     csv_ << r.val_loss << ',' << r.val_accuracy << ',' << r.seconds << ',' << r.mpi_seconds << ','
          << r.steps * opts_.batch_size * run_.ranks << std::endl;
     if (!csv_) {  // the log is for watching the run, never a reason to stop it
@@ -132,15 +149,18 @@ void TrainReport::end_epoch(const EpochResult& r) {
   }
   if (!progress_) return;
   const std::string training =
-      trained ? " - " + format_number("%.0fs", r.seconds) + " " + format_number("%.0fms/step", 1e3 * r.seconds / double(r.steps)) +
+      trained ? " - " + format_number("%.0fs", r.seconds) + " " +
+                    format_number("%.0fms/step", 1e3 * r.seconds / double(r.steps)) +
                     metrics(r.loss, r.accuracy)
               : "";
-  const std::string traffic = trained ? " - mpi: " + format_number("%.0f%%", 100 * r.mpi_seconds / r.seconds) + " " +
-                                            bytes_text(double(r.bytes_sent) / double(r.steps)) + "/step"
-                                      : "";
-  const std::string line = bar(r.steps) + training + " - val_loss: " + format_number("%.4f", r.val_loss) +
-                           " - val_accuracy: " + format_number("%.4f", r.val_accuracy) + traffic +
-                           (r.sync_every > 1 ? " - sync every " + std::to_string(r.sync_every) : "");
+  const std::string traffic =
+      trained ? " - mpi: " + format_number("%.0f%%", 100 * r.mpi_seconds / r.seconds) + " " +
+                    bytes_text(double(r.bytes_sent) / double(r.steps)) + "/step"
+              : "";
+  const std::string line =
+      bar(r.steps) + training + " - val_loss: " + format_number("%.4f", r.val_loss) +
+      " - val_accuracy: " + format_number("%.4f", r.val_accuracy) + traffic +
+      (r.sync_every > 1 ? " - sync every " + std::to_string(r.sync_every) : "");
   if (live_)
     out_ << "\r" << line << "\033[K\n";
   else
@@ -151,9 +171,11 @@ void TrainReport::end_epoch(const EpochResult& r) {
 void TrainReport::stopped(const char* signal, int64_t step, int epoch, int64_t epoch_step,
                           const std::string& checkpoint) {
   if (!speaks_) return;
-  (opts_.json ? std::cerr : out_) << "\npitrain: stopped by " << signal << " after step " << step << " (epoch " << epoch << ", step "
-       << epoch_step << " of " << run_.steps_per_epoch << "); saved " << checkpoint
-       << "; continue with the same command plus --resume " << checkpoint << std::endl;
+  (opts_.json ? std::cerr : out_) << "\npitrain: stopped by " << signal << " after step " << step
+                                  << " (epoch " << epoch << ", step " << epoch_step << " of "
+                                  << run_.steps_per_epoch << "); saved " << checkpoint
+                                  << "; continue with the same command plus --resume " << checkpoint
+                                  << std::endl;
 }
 
 void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
@@ -162,7 +184,9 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
   if (!speaks_ || !opts_.json) return;
   const double images = double(run_.ranks) * opts_.batch_size * double(steps_run_);
   // null where nothing was trained (a run resumed into its last epoch's validation alone)
-  auto per = [&](double a, double b) { return steps_run_ > 0 && b > 0 ? nlohmann::json(a / b) : nlohmann::json(nullptr); };
+  auto per = [&](double a, double b) {
+    return steps_run_ > 0 && b > 0 ? nlohmann::json(a / b) : nlohmann::json(nullptr);
+  };
   const nlohmann::ordered_json j = {
       {"ranks", run_.ranks},
       {"threads", run_.threads},
@@ -183,7 +207,8 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"epochs", last_.epoch},
       {"model", run_.model_spec},
       {"optimizer", opts_.optimizer},
-      {"lr", std::stod(format_number("%.6g", opts_.lr))},  // as given, not float's 0.0010000000474974513
+      {"lr",
+       std::stod(format_number("%.6g", opts_.lr))},  // as given, not float's 0.0010000000474974513
       {"gemm", gemm_backend()},
       {"sync", opts_.sync_auto ? "auto" : "manual"},
       {"sync_every", run_.sync.opts.sync_every},
