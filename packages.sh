@@ -4,6 +4,7 @@
 set -eu
 [ $# -gt 0 ] || { echo "usage: packages.sh KIND... (the kinds are listed in packages.txt)" >&2; exit 2; }
 list=$(dirname "$0")/packages.txt
+[ -f "$list" ] || { echo "packages.sh: $list: no such file; it comes with the source tree (git checkout packages.txt)" >&2; exit 2; }
 awk -v wanted="$*" -v list="$list" '
   BEGIN { n = split(wanted, w, " "); for (i = 1; i <= n; i++) want[w[i]] = 1 }
   /^#/ || NF == 0 { next }

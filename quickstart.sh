@@ -27,15 +27,17 @@ if [ "$(id -u)" -ne 0 ]; then
 else  # Open MPI refuses root unless told twice
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-install() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"; }
+apt_install() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"; }
 $sudo apt-get update -q
-mapfile -t packages < <(./packages.sh $kinds)
-install "${packages[@]}"
+list=$(./packages.sh $kinds)  # a failure here stops the script, unlike inside <( )
+mapfile -t packages <<<"$list"
+apt_install "${packages[@]}"
 # Node.js for the TensorFlow.js test (test/tfjs.sh installs TensorFlow.js itself); a machine that
 # has npm already (Node.js from elsewhere conflicts with Debian's npm) keeps its own.
 if [[ $kinds == *test* ]] && ! command -v npm >/dev/null; then
-  mapfile -t packages < <(./packages.sh node)
-  install "${packages[@]}"
+  list=$(./packages.sh node)
+  mapfile -t packages <<<"$list"
+  apt_install "${packages[@]}"
 fi
 [ -f build/build.ninja ] || meson setup build
 # shellcheck disable=SC2086  # $jobs is empty or two words

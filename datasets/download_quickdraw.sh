@@ -61,19 +61,22 @@ for class in "${classes[@]}"; do
     continue
   fi
   source_url="$url/$(sed 's/ /%20/g' <<<"$class").npy"
-  curl -fsS --retry 3 -r 0-4095 -o "$out.part" "$source_url" || fail "$class: cannot fetch $source_url"
+  # --max-filesize: a server that ignores the range would send the whole file instead.
+  curl -fsS --retry 3 -r 0-4095 --max-filesize 4096 -o "$out.part" "$source_url" ||
+    fail "$class: cannot fetch the first 4096 bytes of $source_url (a server without range requests?)"
+  head_bytes=$(stat -c %s "$out.part")
   read -r rows offset < <(npy_rows "$out.part") || fail "$class: $source_url is not a numpy_bitmap file"
   keep=$((rows < max ? rows : max))
   bytes=$((keep * 784))
-  curl -fsS --retry 3 -r "$offset-$((offset + bytes - 1))" -o "$out.rows" "$source_url" ||
+  curl -fsS --retry 3 -r "$offset-$((offset + bytes - 1))" --max-filesize "$bytes" -o "$out.rows" "$source_url" ||
     fail "$class: cannot fetch the first $keep drawings of $source_url"
   [ "$(stat -c %s "$out.rows")" -eq "$bytes" ] ||
     fail "$class: $source_url sent $(stat -c %s "$out.rows") bytes for $keep drawings, not $bytes (range requests refused?)"
   { npy_header "$keep"; cat "$out.rows"; } >"$out.part"
   rm "$out.rows"
   mv "$out.part" "$out"
-  total=$((total + offset + bytes))
-  echo "fetched $class: $keep of its $rows drawings, $(awk -v b=$((offset + bytes)) 'BEGIN { printf "%.1f MB", b / 1e6 }')"
+  total=$((total + head_bytes + bytes))
+  echo "fetched $class: $keep of its $rows drawings, $(awk -v b=$((head_bytes + bytes)) 'BEGIN { printf "%.1f MB", b / 1e6 }')"
 done
 echo "downloaded $(awk -v b=$total 'BEGIN { printf "%.1f MB", b / 1e6 }') in all"
 "$pitrain" prepare --npy "$dir/quickdraw" --classes "$list" --max-per-class "$max" --out "$dir/quickdraw.h5"

@@ -32,7 +32,8 @@ done
 [ -z "$data" ] || [ -f "$data" ] || fail "--data $data: no such file"
 src=$(cd "$(dirname "$0")/.." && pwd)
 read -ra rsh_cmd <<<"$rsh"
-mapfile -t packages < <("$src/packages.sh" build lib run)
+list=$("$src/packages.sh" build lib run)  # a failure here stops the script, unlike inside <( )
+mapfile -t packages <<<"$list"
 [ -z "$data" ] || data=$(cd "$(dirname "$data")" && pwd)/$(basename "$data")
 
 # A host is the first word of a line that is not a comment. Only host names and addresses pass

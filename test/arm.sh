@@ -30,7 +30,8 @@ step() { echo "== test/arm.sh $arch: $* ($(date -u +%T))"; }
 
 step "host packages"
 retry apt-get update -q
-mapfile -t packages < <(./packages.sh arm)
+list=$(./packages.sh arm)
+mapfile -t packages <<<"$list"
 retry env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
   "${packages[@]}" "crossbuild-essential-$arch"
 

@@ -19,8 +19,8 @@ PY
 printf 'apple\nhot dog\n' >"$work/list.txt"
 QUICKDRAW_URL=file://$work/bucket QUICKDRAW_DIR=$work/out bash "$here/datasets/download_quickdraw.sh" \
   "$work/list.txt" 1000 | tee "$work/log"
-# Header (128 bytes) + rows: 1000 + 700 rows of 784 bytes.
-grep -qx "downloaded $(awk 'BEGIN { printf "%.1f", (2 * 128 + 1700 * 784) / 1e6 }') MB in all" "$work/log"
+# The first 4096 bytes of each file (its header) + 1000 + 700 rows of 784 bytes.
+grep -qx "downloaded $(awk 'BEGIN { printf "%.1f", (2 * 4096 + 1700 * 784) / 1e6 }') MB in all" "$work/log"
 grep -q "fetched hot dog: 700 of its 700 drawings" "$work/log"
 /usr/bin/python3 - "$work" <<'PY'
 import numpy as np, sys
@@ -38,4 +38,16 @@ if QUICKDRAW_URL=file://$work/bucket QUICKDRAW_DIR=$work/out bash "$here/dataset
 fi
 cat "$work/err"
 grep -q "float: file://$work/bucket/float.npy is not a numpy_bitmap file" "$work/err"
+# A server that ignores range requests (Python's http.server) would send whole files: refused.
+(cd "$work/bucket" && exec /usr/bin/python3 -u -m http.server --bind 127.0.0.1 0 >"$work/http.log" 2>&1) &
+server=$!
+for _ in $(seq 50); do port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$work/http.log"); [ -n "$port" ] && break; sleep 0.1; done
+rm -rf "$work/out"
+if QUICKDRAW_URL=http://127.0.0.1:$port QUICKDRAW_DIR=$work/out timeout 60 bash "$here/datasets/download_quickdraw.sh" \
+  "$work/list.txt" 10 2>"$work/err"; then
+  kill $server; echo "a server without range requests was accepted"; exit 1
+fi
+kill $server
+cat "$work/err"
+grep -q "apple: cannot fetch the first 4096 bytes of http://127.0.0.1:$port/apple.npy (a server without range requests?)" "$work/err"
 echo "download: ok"

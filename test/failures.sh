@@ -255,28 +255,33 @@ else
   fail "elastic with a hostfile name that is an ssh option: exit $rc"; cat "$fake/evil.out" "$fake/calls" 2>/dev/null
 fi
 # Every process of a failed launch ends before the next starts. The first launch leaves a "rank"
-# behind in a session of its own (Open MPI's local ranks each have a process group of their own),
-# reports step 5 and fails; the second records whether that rank is still there.
+# behind in a session of its own (Open MPI's local ranks each have a process group of their own)
+# and the temporary file of a checkpoint it was writing, reports step 5 and fails; the second
+# records whether that rank and that file are still there.
 cat >"$fake/mpirun" <<'SH'
 #!/bin/sh
 while [ $# -gt 0 ]; do [ "$1" = --progress-file ] && progress=$2; shift; done
 if [ ! -e "$FAKE/rank.pid" ]; then
   setsid sh -c 'echo $$ >"$FAKE/rank.tmp" && mv "$FAKE/rank.tmp" "$FAKE/rank.pid" && exec sleep 300' &
   while [ ! -e "$FAKE/rank.pid" ]; do sleep 0.05; done
+  touch "$FAKE/m.h5.tmp.4242.00000000000000ab"
   echo 5 >"$progress"
   sleep 1  # elastic reads the step
   exit 1
 fi
 kill -0 "$(cat "$FAKE/rank.pid")" 2>/dev/null && echo running >"$FAKE/second" || echo gone >"$FAKE/second"
+[ -e "$FAKE/m.h5.tmp.4242.00000000000000ab" ] && echo kept >"$FAKE/temp" || echo removed >"$FAKE/temp"
 SH
 chmod +x "$fake/mpirun"
 FAKE=$fake timeout 60 "$PITRAIN" elastic --hostfile "$work/hosts" --mpirun "$fake/mpirun" -- train --checkpoint "$fake/m.h5" \
   >"$fake/kill.out" 2>&1
 rc=$?
-if [ $rc -eq 0 ] && [ "$(cat "$fake/second" 2>/dev/null)" = gone ] && grep -q "restart 1/3: the job failed (exit 1)" "$fake/kill.out"; then
-  ok "elastic: a rank that outlived its mpirun was gone before the next launch"
+if [ $rc -eq 0 ] && [ "$(cat "$fake/second" 2>/dev/null)" = gone ] && [ "$(cat "$fake/temp" 2>/dev/null)" = removed ] &&
+  grep -q "restart 1/3: the job failed (exit 1)" "$fake/kill.out"; then
+  ok "elastic: a rank that outlived its mpirun and its half-written checkpoint were gone before the next launch"
 else
-  fail "elastic: the next launch found the last one's rank '$(cat "$fake/second" 2>/dev/null)', exit $rc"; cat "$fake/kill.out"
+  fail "elastic: the next launch found the last one's rank '$(cat "$fake/second" 2>/dev/null)'," \
+    "its checkpoint's temporary file '$(cat "$fake/temp" 2>/dev/null)', exit $rc"; cat "$fake/kill.out"
   kill -KILL "$(cat "$fake/rank.pid")" 2>/dev/null
 fi
 # A host whose rank did not arrive (rank 0's stall report names rank 1, on the second host) is

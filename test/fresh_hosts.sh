@@ -4,8 +4,8 @@
 # fresh1 and fresh2, reached through test/root_ssh.sh, an ssh stand-in that runs each command
 # inside a host's root under the host's name. setup_hosts.sh, unchanged, brings the packages, the
 # source, the build and the data to both; then `mpirun --hostfile` trains 2 ranks across them.
-# Slow (two package installs and two builds on this machine's cores: about 20 minutes), so it is
-# a command of its own, not part of `meson test`.
+# Slow (two package installs and two builds on this machine's cores), so it is a command of its
+# own, not part of `meson test`; .ci/run runs it.
 # usage, as root on Debian 12 after quickstart.sh: bash test/fresh_hosts.sh [--keep]
 #   --keep  leave the hosts' roots in /var/tmp/pitrain-fresh for a look inside
 set -euo pipefail
@@ -24,7 +24,8 @@ step() { echo "== test/fresh_hosts.sh: $* ($(date -u +%T), ${SECONDS} s)"; }
 
 step "this machine's tools"
 retry apt-get update -q
-mapfile -t packages < <(./packages.sh fresh run)
+list=$(./packages.sh fresh run)
+mapfile -t packages <<<"$list"
 retry env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}"
 
 # One pristine root, kept between runs; each run's hosts are fresh copies of it.

@@ -17,6 +17,7 @@ read through a player's browser; the server must:
 The server runs under a 2 GB address-space limit, so a regression that reads /dev/zero ends in
 the server's death, not the machine's."""
 import os
+import re
 import resource
 import socket
 import threading
@@ -116,7 +117,7 @@ def slow_clients(server):
         extra.close()
         assert not any(closed_now(c[0]) for c in clients), "a slow client under the cap was dropped within 1 s"
         slowest = 0
-        while time.time() - start < 7.5:  # past the 5 s deadline
+        while time.time() - start < 9:  # well past the 5 s deadline
             asked = time.time()
             status, _, _ = server.request("/api/classes", timeout=5)
             slowest = max(slowest, time.time() - asked)
@@ -141,7 +142,8 @@ def big_heads(server):
             ("30 MB of 8 KB header lines", b"GET / HTTP/1.1\r\n" + host + (b"X-Fill: " + b"a" * 8000 + b"\r\n") * 3750 +
              b"\r\n")):
         answer, _ = exchange(server, request)
-        assert not answer.startswith(b"HTTP/1.1 2"), (what, answer[:200])
+        # Refused: a 4xx answer, or the connection closed without one.
+        assert answer == b"" or re.match(rb"HTTP/1\.[01] 4\d\d ", answer), (what, answer[:200])
         grown = (peak_kb(server.proc.pid) - before) / 1024
         assert grown < 20, f"{what}: the server's peak memory grew {grown:.0f} MB"
         print(f"{what}: refused ({answer[:12]!r}), peak memory +{grown:.1f} MB")

@@ -234,8 +234,8 @@ void write_class_files(const TempDir& dir) {
 std::multiset<std::pair<int, int>> image_ids(const Split& s) {
   std::multiset<std::pair<int, int>> ids;
   for (int64_t i = 0; i < s.size(); ++i) {
-    CHECK(int(s.images[size_t(i) * kImagePixels]) ==
-          s.labels[size_t(i)]);  // label travels with its image
+    // Label travels with its image.
+    CHECK(int(s.images[size_t(i) * kImagePixels]) == s.labels[size_t(i)]);
     ids.insert({s.images[size_t(i) * kImagePixels], s.images[size_t(i) * kImagePixels + 1]});
   }
   return ids;

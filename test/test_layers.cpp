@@ -130,8 +130,8 @@ TEST_CASE(
           const int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
           const std::vector<float> a = random_values(size_t(ta ? k : m) * lda, 1),
                                    b = random_values(size_t(tb ? n : k) * ldb, 2);
-          std::vector<float> c(size_t(m) * ldc,
-                               std::nanf(""));  // gemm overwrites C: no NaN may stay
+          // gemm overwrites C: no NaN may stay.
+          std::vector<float> c(size_t(m) * ldc, std::nanf(""));
           for (int i = 0; i < m; ++i) std::fill_n(&c[size_t(i) * ldc + n], pad, 7.0f);
           std::vector<float> added(size_t(m) * n);  // C0 - 0.5 op(A) op(B)
           for (size_t i = 0; i < added.size(); ++i) added[i] = float(i % 7);
@@ -202,15 +202,15 @@ TEST_CASE("conv2d gradients through im2col: valid and same padding, several chan
   REQUIRE(kDirectMaxDepth < 9 * 4);  // each below is deeper, and not a 3x3 over 8 channels or more
   check_gradients(*from_spec("conv2d(3,3)", {7, 6, 4}), 2);
   check_gradients(*from_spec("conv2d(2,3,same)", {5, 7, 5}), 2);
-  check_gradients(*from_spec("conv2d(2,4,same,relu)", {6, 5, 3}),
-                  1);  // asymmetric padding, as Keras pads
+  // Asymmetric padding, as Keras pads.
+  check_gradients(*from_spec("conv2d(2,4,same,relu)", {6, 5, 3}), 1);
 }
 
 TEST_CASE(
     "conv2d gradients through Winograd: 3x3 over enough channels, odd and even sizes, both tiles") {
   REQUIRE(kWinogradMinChannels <= 8);
-  REQUIRE(winograd_tile({6, 6, 4}) ==
-          2);  // 9 tiles of 4x4 positions against 4 of 6x6: a tie, the smaller
+  // 9 tiles of 4x4 positions against 4 of 6x6: a tie, the smaller.
+  REQUIRE(winograd_tile({6, 6, 4}) == 2);
   check_gradients(*from_spec("conv2d(4,3,relu)", {8, 8, 8}), 2);
   // F(4x4) rounds ~10x more, enough to look like a kink at h = 1e-2. Without an activation the
   // layer is linear in x and in w, so central differences are exact at any h: a large one lifts
@@ -445,8 +445,8 @@ TEST_CASE("dense gradients with its kernel split across threads") {
   check_gradients(*from_spec("dense(7,relu)", {1, 1, 3 * int(ThreadPool::kRangeGrain) / 7 + 5}), 2,
                   split);
   const Shape in{1, 1, 300};
-  auto whole = from_spec("dense(90)", in),
-       parts = from_spec("dense(90)", in);  // 27,000 weights: 3 parts
+  // 27,000 weights: 3 parts.
+  auto whole = from_spec("dense(90)", in), parts = from_spec("dense(90)", in);
   std::vector<float> w = random_values(size_t(whole->num_params()), 3), dw1(w.size()),
                      dw3(w.size());
   whole->bind(w.data(), dw1.data()), parts->bind(w.data(), dw3.data());

@@ -249,9 +249,9 @@ TEST_CASE("checkpoints: Keras names and shapes, exact round trip, resume equals 
   o.epochs = 3;
   o.resume = dir / "part.h5";
   CHECK(fit(o, comm, out).params == full.params);  // bitwise
-  CHECK(files_in(dir.path) ==
-        std::set<std::string>{"d.h5", "full.h5", "part.h5"});  // no temporary file left
-  o.epochs = 4;                                                // part.h5 holds 3 epochs now
+  // No temporary file left.
+  CHECK(files_in(dir.path) == std::set<std::string>{"d.h5", "full.h5", "part.h5"});
+  o.epochs = 4;         // part.h5 holds 3 epochs now
   o.optimizer = "sgd";  // found while resuming, together: a usage error's exit code on every rank
   try {
     fit(o, comm, out);

@@ -88,8 +88,8 @@ TEST_CASE("P ranks with batch b make the same update as 1 rank with batch P*b") 
   double worst = 0;
   for (size_t i = 0; i < reference.params().size(); ++i)
     worst = std::max(worst, double(std::abs(distributed.params()[i] - reference.params()[i])));
-  CHECK(worst <
-        2e-5);  // summation order differs; a wrong average or a missing rank is off by ~1e-2
+  // Summation order differs; a wrong average or a missing rank is off by ~1e-2.
+  CHECK(worst < 2e-5);
   CHECK(same_on_every_rank(distributed.params()));
 }
 
@@ -182,8 +182,8 @@ TEST_CASE(
   o.sync.sync_warmup = 5;
   CHECK(fit(o, comm, out).params == base.params);
 
-  o.sync.sync_every =
-      3;  // every 3 steps and at the end (validation between: the last round's model)
+  // Every 3 steps and at the end (validation between: the last round's model).
+  o.sync.sync_every = 3;
   const auto local = fit_agreed();
   CHECK(local.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(local.params != base.params);
@@ -193,8 +193,8 @@ TEST_CASE(
   CHECK(late.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(late.params != local.params);
 
-  o.sync.inner_lr_scale =
-      0.5f;  // --sync auto's rare rounds: the ranks' own steps at a share of --lr
+  // --sync auto's rare rounds: the ranks' own steps at a share of --lr.
+  o.sync.inner_lr_scale = 0.5f;
   const auto shorter = fit_agreed();
   CHECK(shorter.params != late.params);
   o.sync.inner_lr_scale = 1.0f;
@@ -246,8 +246,8 @@ TEST_CASE(
     for (int r = 0; r < comm.size(); ++r) s += update(r, step, i);
     return s / float(comm.size());
   };
-  auto take_step = [&](std::vector<float>& p, SyncStrategy& sync,
-                       int step) {  // this rank's update, then the strategy's
+  // This rank's update, then the strategy's.
+  auto take_step = [&](std::vector<float>& p, SyncStrategy& sync, int step) {
     for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
     sync.after_update(p.data(), step);
   };
@@ -265,14 +265,14 @@ TEST_CASE(
         for (int64_t i = 0; i < n; ++i)
           CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i)));
       }
-      if (step == 2 &&
-          overlap_steps == 1) {  // the round of steps 0-1 applied a step after it started
+      // The round of steps 0-1 applied a step after it started.
+      if (step == 2 && overlap_steps == 1) {
         for (int64_t i = 0; i < n; ++i)
           CHECK(p[size_t(i)] == Approx(start[size_t(i)] + mean_update(0, i) + mean_update(1, i) +
                                        update(comm.rank(), 2, i)));
       }
-      if (step == 2 &&
-          comm.size() > 1) {  // validation: the round of steps 0-1 (finished now); step 2 own
+      // Validation: the round of steps 0-1 (finished now); step 2 own.
+      if (step == 2 && comm.size() > 1) {
         const float* common = sync->common_params(p.data(), step);
         CHECK(same_on_every_rank(std::vector<float>(common, common + n)));
         for (int64_t i = 0; i < n; ++i) {
@@ -319,11 +319,11 @@ TEST_CASE(
     "PowerSGD over the ranks: the mean (to int4 rounding) when the ranks' weights span at most r "
     "dimensions") {
   Comm comm;
-  const int64_t rows = 40, cols = 30,
-                n = rows * cols + 7;  // factor columns of 40 and 30 values: a block each
+  // Factor columns of 40 and 30 values: a block each.
+  const int64_t rows = 40, cols = 30, n = rows * cols + 7;
   WireOptions opts;
-  opts.low_rank =
-      4;  // >= ranks (at most 4 here): the mean of one outer product a rank has rank <= 4
+  // >= ranks (at most 4 here): the mean of one outer product a rank has rank <= 4.
+  opts.low_rank = 4;
   opts.matrices = {{0, rows, cols}};
   auto value = [&](int rank, int64_t i) {
     if (i >= rows * cols) return float(rank + 1) * float(i);  // the bias-like rest, sent whole
@@ -400,8 +400,8 @@ TEST_CASE("local SGD with low-rank rounds: what a round did not carry stays in t
     o.sync_every = 2, o.overlap = overlap, o.wire = WireType::powersgd, o.powersgd_rank = 1;
     std::vector<float> p(size_t(n), 0.5f);
     auto sync = make_sync_strategy(comm, p.data(), n, o, {{0, rows, cols}});
-    const int steps =
-        overlap ? 4 : 2;  // overlapped, the round of steps 0-1 is applied after step 3
+    // Overlapped, the round of steps 0-1 is applied after step 3.
+    const int steps = overlap ? 4 : 2;
     for (int step = 0; step < steps; ++step) {
       for (int64_t i = 0; i < n; ++i) p[size_t(i)] += update(comm.rank(), step, i);
       sync->after_update(p.data(), step);
@@ -463,7 +463,7 @@ TEST_CASE("local SGD's last agreement: what the low-rank rounds left out reaches
   };
   // Off by the int4 rounding of the rounds' Q sums, which error feedback does not see (a rank's
   // residual is its own values less their projection, not the rounded sum's: measured 0.011-0.016
-  // on 2-4 ranks; int8's rounding alone, ~1/254 of values up to ~0.4, was 0.0008-0.001); a
+  // on 2-4 ranks; int8's rounding alone, ~1/254 of values up to ~0.4, is 0.0008-0.001); a
   // round of rank 1 leaves out a whole direction of the mean, of the size of the updates
   // themselves (measured 0.057-0.075).
   CHECK(run(true) < 0.025);
@@ -477,19 +477,19 @@ TEST_CASE(
   if (comm.size() == 1) return;  // one rank syncs nothing
   const int64_t n = 200;
   std::vector<float> grads(size_t(n), 0.0f);
-  grads[0] = 1000.0f,
-  grads[1] = 1.0f;  // int8 in one block of scale 1000/127: the 1 rounds to 0, into the residual
+  // int8 in one block of scale 1000/127: the 1 rounds to 0, into the residual.
+  grads[0] = 1000.0f, grads[1] = 1.0f;
   auto opt = make_optimizer("sgd", n, 0);
-  for (const bool final :
-       {false, true}) {  // a round after steps 1-2, or the last agreement before any round
+  // A round after steps 1-2, or the last agreement before any round.
+  for (const bool final : {false, true}) {
     SyncOptions o;
     o.sync_every = 2, o.sync_warmup = 1, o.wire = WireType::int8, o.error_feedback = true;
     const std::vector<float> start(size_t(n), 0.5f);
     std::vector<float> p = start;
     auto sync = make_sync_strategy(comm, p.data(), n, o);
     const int steps = final ? 2 : 3;
-    for (int step = 0; step < steps;
-         ++step) {  // the gradients averaged at step 0; no step taken with them
+    // The gradients averaged at step 0; no step taken with them.
+    for (int step = 0; step < steps; ++step) {
       std::vector<float> g = grads;
       sync->gradients_ready(g.data(), 0, step);
       sync->reduce_gradients(g.data(), step, *opt);
@@ -633,8 +633,8 @@ TEST_CASE(
 TEST_CASE(
     "int8, int4, fp16 and bf16 on the wire: the ranks' mean, to within each block's own scale") {
   Comm comm;
-  const int64_t n =
-      1000;  // blocks of 256 (int8) or 64 (int4): the last one partial, a range ends mid-block
+  // Blocks of 256 (int8) or 64 (int4): the last one partial, a range ends mid-block.
+  const int64_t n = 1000;
   // top: the steps a block's largest value is cut into (the 16-bit formats' steps are relative:
   // 2^10 and 2^7 of a value, finer than these of its block's largest)
   const auto [wire_type, top] =
@@ -654,11 +654,11 @@ TEST_CASE(
   for (int64_t i = 0; i < n; ++i) {
     double mean = 0;
     for (int r = 0; r < P; ++r) mean += value(r, i) / P;
-    const double block_top =
-        (i < 256 ? 1e-3 : 1.0) * (P + 1) / 2.0;  // the largest |mean| in i's block
+    // The largest |mean| in i's block.
+    const double block_top = (i < 256 ? 1e-3 : 1.0) * (P + 1) / 2.0;
     INFO(i);
-    REQUIRE(std::abs(got[size_t(i)] - mean) <=
-            (P + 1) * block_top / top);  // each rounding: half a step
+    // Each rounding: half a step.
+    REQUIRE(std::abs(got[size_t(i)] - mean) <= (P + 1) * block_top / top);
   }
 }
 

@@ -61,8 +61,8 @@ TEST_CASE("serve: --log files as columns, a row still being written left out") {
   CHECK(runs[1]["error"] == "not written yet (no such file)");
   CHECK(runs[2]["error"].get<std::string>().find("not a --log file") != std::string::npos);
   CHECK(runs[3]["error"] == "a folder, not a --log file of pitrain train");
-  CHECK(runs.dump().find(dir.path) ==
-        std::string::npos);  // names only: no absolute path reaches the network
+  // Names only: no absolute path reaches the network.
+  CHECK(runs.dump().find(dir.path) == std::string::npos);
 }
 
 TEST_CASE(
@@ -70,8 +70,8 @@ TEST_CASE(
     "unread") {
   test::TempDir dir;
   const std::string fifo = dir / "fifo.csv", zero = dir / "zero.csv", big = dir / "big.csv";
-  REQUIRE(mkfifo(fifo.c_str(), 0600) ==
-          0);  // opened without O_NONBLOCK, it waits for a writer for ever
+  // Opened without O_NONBLOCK, it waits for a writer for ever.
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   REQUIRE(symlink("/dev/zero", zero.c_str()) == 0);
   {
     std::ofstream out(big);
@@ -96,15 +96,15 @@ TEST_CASE("serve: Host and Origin name this server, POST bodies are JSON") {
   CHECK(host_allowed("192.168.1.5:8000", names, 8000));
   CHECK(host_allowed("localhost", names, 80));
   CHECK(host_allowed("[::1]", names, 80));
-  CHECK_FALSE(
-      host_allowed("localhost", names, 8000));  // the port is part of the name a browser sends
+  // The port is part of the name a browser sends.
+  CHECK_FALSE(host_allowed("localhost", names, 8000));
   CHECK_FALSE(host_allowed("localhost:8001", names, 8000));
   CHECK_FALSE(host_allowed("evil.example:8000", names, 8000));  // a rebound DNS name
   CHECK_FALSE(host_allowed("localhost.evil.example:8000", names, 8000));
   CHECK_FALSE(host_allowed("", names, 80));
   CHECK_FALSE(host_allowed(":8000", names, 8000));
-  CHECK_FALSE(host_allowed(":8000", {"localhost", ""},
-                           8000));  // an address that could not be read names nothing
+  // An address that could not be read names nothing.
+  CHECK_FALSE(host_allowed(":8000", {"localhost", ""}, 8000));
   CHECK(origin_allowed("http://127.0.0.1:8000", names, 8000));
   CHECK_FALSE(origin_allowed("https://127.0.0.1:8000", names, 8000));
   CHECK_FALSE(origin_allowed("http://evil.example", names, 8000));

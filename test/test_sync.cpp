@@ -15,8 +15,8 @@ TEST_CASE("fp16: exact values, rounding to nearest even, range") {
        {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604644775390625e-08f, 0.333251953125f})
     CHECK(half_to_float(float_to_half(v)) == v);
   CHECK(half_to_float(float_to_half(1.0f + 1.0f / 2048)) == 1.0f);  // tie goes to even
-  CHECK(half_to_float(float_to_half(1.0f + 3.0f / 2048)) ==
-        1.0f + 4.0f / 2048);  // tie goes to even
+  // Tie goes to even.
+  CHECK(half_to_float(float_to_half(1.0f + 3.0f / 2048)) == 1.0f + 4.0f / 2048);
   CHECK(std::isinf(half_to_float(float_to_half(65520.0f))));
   CHECK(half_to_float(float_to_half(65519.0f)) == 65504.0f);
   CHECK(half_to_float(float_to_half(1e-9f)) == 0.0f);
@@ -55,13 +55,13 @@ TEST_CASE("error feedback: what was sent plus what is carried equals the true gr
       average->start(g.data(), 0, n);
       const std::vector<float>& got = average->finish();
       for (int64_t i = 0; i < n; ++i) sent[size_t(i)] += got[size_t(i)];
-      if (step == 0 &&
-          wire != WireType::powersgd) {  // nothing carried yet: what went is the values, rounded
+      // Nothing carried yet: what went is the values, rounded.
+      if (step == 0 && wire != WireType::powersgd) {
+        // int4's bound is wider: its scale may coarsen.
         const double bound = wire == WireType::fp16   ? 5e-4 / 1024
                              : wire == WireType::bf16 ? 5e-4 / 128
-                             : wire == WireType::int8
-                                 ? 5e-4 / 127
-                                 : 2 * 5e-4 / 7;  // int4: its scale may coarsen
+                             : wire == WireType::int8 ? 5e-4 / 127
+                                                      : 2 * 5e-4 / 7;
         for (int64_t i = 0; i < n; ++i) REQUIRE(std::abs(got[size_t(i)] - g[size_t(i)]) <= bound);
       }
       double worst = 0;
@@ -78,16 +78,16 @@ TEST_CASE("a NaN or an infinity makes its block NaN on the wire, and the sum say
   const int64_t n = 600;  // blocks [0, 256), [256, 512), [512, 600)
   WireOptions opts;
   opts.error_feedback = true;
-  opts.matrices = {
-      {0, 20, 10}};  // PowerSGD: a weight in the first block; its rest rides in int4 blocks
+  // PowerSGD: a weight in the first block; its rest rides in int4 blocks.
+  opts.matrices = {{0, 20, 10}};
   const float bad =
       GENERATE(std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity());
   for (WireType wire : {WireType::int8, WireType::int4, WireType::powersgd}) {
     INFO(wire_type_name(wire) << " " << bad);
     auto average = make_wire_average(wire, comm, n, opts);
     std::vector<float> v(static_cast<size_t>(n), 0.25f);
-    for (int64_t i = 256; i < 512; ++i)
-      v[size_t(i)] = bad;  // a whole block: int4 once never found a scale for it
+    // A whole block: no finite scale fits it, and int4 must still find the others'.
+    for (int64_t i = 256; i < 512; ++i) v[size_t(i)] = bad;
     v[520] = -bad;
     average->start(v.data(), 0, n);
     const std::vector<float>& got = average->finish();
@@ -95,9 +95,10 @@ TEST_CASE("a NaN or an infinity makes its block NaN on the wire, and the sum say
       INFO(i);
       REQUIRE(std::isnan(got[size_t(i)]));
     }
-    if (wire != WireType::powersgd)  // its factors mix every row of the weight into its rest
-      for (int64_t i = 0; i < 256; ++i)
-        REQUIRE(std::isfinite(got[size_t(i)]));  // the other blocks as ever
+    // The other blocks as ever, except with PowerSGD: its factors mix every row of the weight
+    // into its rest.
+    if (wire != WireType::powersgd)
+      for (int64_t i = 0; i < 256; ++i) REQUIRE(std::isfinite(got[size_t(i)]));
   }
 }
 
@@ -135,8 +136,8 @@ TEST_CASE(
     for (int64_t i = start; i < start + 64; ++i) {
       INFO(i);
       CHECK(got[size_t(i)] == std::copysign(step, v[size_t(i)]));
-      CHECK(got[size_t(i)] + dropped[size_t(i)] ==
-            Approx(v[size_t(i)]).margin(1e-7));  // for error feedback
+      // For error feedback.
+      CHECK(got[size_t(i)] + dropped[size_t(i)] == Approx(v[size_t(i)]).margin(1e-7));
     }
   }
   CHECK(ones == 2);
@@ -171,8 +172,8 @@ TEST_CASE(
   const int64_t n = 3000, rows = 40, cols = 50, at = 700;
   WireOptions opts;
   opts.low_rank = 4;
-  opts.matrices = {{at, rows, cols},
-                   {2900, 10, 10}};  // the second is too small to gain: sent whole
+  // The second is too small to gain: sent whole.
+  opts.matrices = {{at, rows, cols}, {2900, 10, 10}};
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = std::sin(float(i));
   put_rank3_weight(v, at, rows, cols);
@@ -183,10 +184,10 @@ TEST_CASE(
   for (int64_t i = 0; i < n; ++i) {
     INFO(i);
     const double want = v[size_t(i)];
-    if (i < at || i >= at + rows * cols) {  // |sin| <= 1 in a block: rounded to a step of 1/7, or,
-                                            // where its many large levels
-      // would not fit int4's code, a coarser one (measured: up to 2.9/7); what rounding
-      // took waits in the residual
+    if (i < at || i >= at + rows * cols) {
+      // |sin| <= 1 in a block: rounded to a step of 1/7, or, where its many large levels would
+      // not fit int4's code, a coarser one (measured: up to 2.9/7); what rounding took waits in
+      // the residual.
       REQUIRE(std::abs(got[size_t(i)] - want) <= 0.5 * 3 / 7);
       REQUIRE(got[size_t(i)] + average->residual()[size_t(i)] == Approx(want).margin(1e-6));
     }
@@ -341,8 +342,8 @@ TEST_CASE(
   CHECK(later.opts.overlap);
   CHECK(later.opts.overlap_steps == 4);
   CHECK(later.why.find("rounds every 8 steps, overlapped and applied 4 steps later, in int4") == 0);
-  const SyncChoice blocking =
-      choose(0.003);  // 13.7 ms after 8 steps of 3 ms: 36 % waiting; 4 steps hide 12
+  // 13.7 ms after 8 steps of 3 ms: 36 % waiting; 4 steps hide 12.
+  const SyncChoice blocking = choose(0.003);
   CHECK(blocking.opts.wire == WireType::int4);
   CHECK(blocking.opts.sync_every == 8);
   CHECK_FALSE(blocking.opts.overlap);

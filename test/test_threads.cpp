@@ -82,9 +82,10 @@ TEST_CASE("the pool runs each item once, covers ranges once, and passes exceptio
                            }),
                   std::runtime_error);
   int after = 0;
+  // Still works after a failed job.
   pool.run(2, [&](int i) {
     if (i == 1) after = 1;
-  });  // still works after a failed job
+  });
   CHECK(after == 1);
 }
 
@@ -187,8 +188,8 @@ TEST_CASE("a step runs beside_update once, after its batch is spent, and trains 
     auto sync_without = make_sync_strategy(comm, without.params().data(), without.num_params(), {});
     ThreadPool pool_with(threads), pool_without(threads);
     ThreadedModel t_with(with, pool_with), t_without(without, pool_without);
-    if (threads == 2)
-      REQUIRE(t_with.pool_for_update(n) == nullptr);  // the update on the calling thread alone
+    // The update on the calling thread alone.
+    if (threads == 2) REQUIRE(t_with.pool_for_update(n) == nullptr);
     for (int step = 0; step < 3; ++step) {
       const Split data = test::synthetic_split(n, classes, uint64_t(20 + step));
       BatchLoader loader(data, n);
@@ -199,8 +200,8 @@ TEST_CASE("a step runs beside_update once, after its batch is spent, and trains 
       int calls = 0;
       train_step(t_with, opt_with, *sync_with, x.data(), y.data(), n, 1e-2f, {}, step, [&] {
         ++calls;
-        std::fill(x.begin(), x.end(), NAN),
-            std::fill(y.begin(), y.end(), 0);  // the next batch's load
+        // The next batch's load.
+        std::fill(x.begin(), x.end(), NAN), std::fill(y.begin(), y.end(), 0);
       });
       train_step(t_without, opt_without, *sync_without, b.x, b.y, n, 1e-2f, {}, step);
       CHECK(calls == 1);
@@ -235,8 +236,8 @@ TEST_CASE(
     "across counts") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 300, 60, 3);
-  const char* spec =
-      "flatten dense(64,relu) dropout(0.2) dense(classes,softmax)";  // 50,176 weights in the kernel
+  // 50,176 weights in the kernel.
+  const char* spec = "flatten dense(64,relu) dropout(0.2) dense(classes,softmax)";
   Model model(spec, 3);
   ThreadPool pool3(3);
   REQUIRE(ThreadedModel(model, pool3).shares(8) == 1);
@@ -249,8 +250,8 @@ TEST_CASE(
     const auto many = fit(o, comm, out);
     CHECK(fit(o, comm, out).params == many.params);  // no timing in the result
     CHECK(max_abs_diff(one.params, many.params) < 1e-4);
-    CHECK(many.params !=
-          one.params);  // the kernel was split: its partial products add in another order
+    // The kernel was split: its partial products add in another order.
+    CHECK(many.params != one.params);
   }
 }
 
@@ -310,8 +311,8 @@ TEST_CASE("crowded cores: switching between crowded and free batches trains as f
     const Batch& b = batch.b;
     SideBySide m(spec, classes, 7, 2, Cores::free);
     REQUIRE(m.threaded.shares(n) > 1);
-    CHECK(m.threaded.workers_copy_weights(n) ==
-          (n == 32));  // both ways the workers may read the weights
+    // Both ways the workers may read the weights.
+    CHECK(m.threaded.workers_copy_weights(n) == (n == 32));
     for (int step = 0; step < 24; ++step) {
       m.pool.set_cores(step % 6 < 3 ? Cores::crowded : Cores::free);
       const Context ctx{true, uint64_t(step)};
@@ -338,8 +339,8 @@ TEST_CASE("crowded cores: a batch never waits for a worker that the OS holds bac
   auto steps = std::async(std::launch::async, [&] {
     for (int step = 0; claims == 0 && step < 2000; ++step)
       m.threaded.forward_backward(b.x, b.y, n, ctx);
-    for (int step = 0; step < 5; ++step)
-      m.threaded.forward_backward(b.x, b.y, n, ctx);  // the worker held
+    // The worker held.
+    for (int step = 0; step < 5; ++step) m.threaded.forward_backward(b.x, b.y, n, ctx);
   });
   const bool finished = steps.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
   release = true;

@@ -19,8 +19,8 @@ struct RunState {
   int64_t step = 0;        // optimizer steps taken
   int64_t epoch_step = 0;  // steps taken in the unfinished epoch after `epoch` (a stop mid-epoch)
   uint64_t seed = 0;       // with the above, the whole RNG state (all draws are counter-based)
-  int64_t steps_per_epoch =
-      0;  // of the run that saved it (0: a checkpoint from before it was kept)
+  // Of the run that saved it (0: a checkpoint from before it was kept).
+  int64_t steps_per_epoch = 0;
 };
 
 void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt,

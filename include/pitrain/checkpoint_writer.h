@@ -17,8 +17,8 @@ namespace pitrain {
 class CheckpointWriter {
  public:
   CheckpointWriter(const Model& model, const Optimizer& opt, std::vector<std::string> class_names);
-  ~CheckpointWriter();  // waits for the write under way; its error is dropped (we are failing
-                        // already)
+  // Waits for the write under way; its error is dropped (we are failing already).
+  ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
   // Waits for the previous write (throwing its error), copies the state, starts writing `path`.

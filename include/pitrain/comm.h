@@ -32,12 +32,12 @@ class Comm {
   // The same on `on`, a communicator of this one's ranks (a duplicate), timed and counted here.
   void start_allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
                        MPI_Request* request, MPI_Comm on);
-  bool progress(
-      std::vector<MPI_Request>& requests);  // lets pending collectives move on; true: all done
+  // Lets pending collectives move on; true: all are done.
+  bool progress(std::vector<MPI_Request>& requests);
   void wait_all(std::vector<MPI_Request>& requests);
   void wait(MPI_Request& request);
   // Sends a byte between every pair of ranks. Open MPI's TCP transport connects a pair at its
-  // first message, 0.1-1 s a pair on the emulated hosts: done before training, that time stays
+  // first message, slowly on the emulated hosts: done before training, that time stays
   // out of the first epoch and out of --sync auto's timing of the link (gloo, the peer's
   // transport, also connects every pair when it starts).
   void connect_all();
@@ -66,15 +66,15 @@ class Comm {
 
 // Call before MPI_Init. Open MPI's nonblocking allreduce sends anything under 64 KB through a
 // binomial tree, each of whose phases carries the whole vector (`cnn` with rounds every 4 steps
-// on the emulated WLAN: 20 ms a step, 15 by the ring). The ring carries a 1/P slice a phase in
+// on the emulated WLAN: slower steps than by the ring). The ring carries a 1/P slice a phase in
 // 2 (P - 1) phases; Rabenseifner's (reduce-scatter by recursive halving, then allgather by
 // recursive doubling) carries as few bytes in 2 log2 P phases, 4 instead of 6 on four ranks,
-// and each phase moves on only inside an MPI call: `mlp`'s PowerSGD rounds on 4 emulated hosts
-// at 100 Mbit/s took 0.60 ms a step against the ring's 0.66 (bench/RESULTS.md, sixteenth
-// pass). Open MPI falls back to the ring for fewer values than the largest power of two up to
-// the ranks' count. Rounds go this way unless the user chose otherwise (`mpirun --mca
-// coll_libnbc_iallreduce_algorithm` sets the variable this leaves alone) or --sync auto finds
-// the binomial tree as fast (set_allreduce_algorithm).
+// and each phase moves on only inside an MPI call: `mlp`'s PowerSGD rounds on 4 emulated hosts at
+// 100 Mbit/s make shorter steps than by the ring (bench/cluster.sh). Open MPI falls back to the
+// ring for fewer values than the largest power of two up to the ranks' count. Rounds go this way
+// unless the user chose otherwise (`mpirun --mca coll_libnbc_iallreduce_algorithm` sets the
+// variable this leaves alone) or --sync auto finds the binomial tree as fast
+// (set_allreduce_algorithm).
 void prefer_rabenseifner_allreduce();
 
 // The nonblocking allreduce's algorithms that rounds may travel by. Rabenseifner's moves the

@@ -46,11 +46,10 @@ std::unique_ptr<ConvAlgorithm> make_winograd_conv(Shape in, Shape out, int pad_t
                                                   int tile, Activation act);
 int winograd_tile(Shape out);
 
-// Which one, by measurement (bench/RESULTS.md, threads and the single-thread engine, and the
-// thirty-fifth pass): direct for inputs so shallow that a patch is too short for a GEMM to pay
-// (3x3 over 1, 2 and 3 channels, 32 filters, 8 rows: forward and backward 2.1x, 1.7x and 1.3x as
-// fast as im2col's); Winograd for 3x3 kernels over enough input channels that its (tiles, Cin) x
-// (Cin, F) GEMMs run near full speed; else im2col.
+// Which one, tuned with bench/compute.sh (bench/RESULTS.md, Compute): direct for inputs so shallow
+// that a patch is too short for a GEMM to pay (3x3 over 1, 2 and 3 channels, 32 filters, 8 rows:
+// faster than im2col, forward and backward); Winograd for 3x3 kernels over enough input channels
+// that its (tiles, Cin) x (Cin, F) GEMMs run near full speed; else im2col.
 constexpr int kDirectMaxDepth = 27;  // k * k * Cin
 constexpr int kWinogradMinChannels = 8;
 std::unique_ptr<ConvAlgorithm> make_conv_algorithm(Shape in, Shape out, int k, int pad_top,

@@ -14,8 +14,8 @@ namespace pitrain {
 struct Host {
   std::string name;
   int slots = 1;
-  std::string
-      options;  // " max_slots=4 ...": the line's other options, kept for the launches' hostfiles
+  // " max_slots=4 ...": the line's other options, kept for the launches' hostfiles.
+  std::string options;
 };
 
 // A host name or address, optionally user@: letters, digits and . - _ : [ ] % @, not starting

@@ -29,8 +29,8 @@ class StopSignals {
 // and, for local SGD that adapts its rounds, how long the rank that waited longest waited for its
 // last round.
 constexpr int kSaveVote = 1;
-constexpr int kNotTimed =
-    -1;  // round_wait of a vote when no round was timed (the same on every rank)
+// round_wait of a vote when no round was timed (the same on every rank).
+constexpr int kNotTimed = -1;
 struct Vote {
   int signal = 0;      // 0, kSaveVote, SIGINT or SIGTERM: the largest wins
   int round_wait = 0;  // per mille of the last round's time spent waiting for it: the largest wins

@@ -66,8 +66,8 @@ class File {
   template <class T>
   void write(const std::string& name, const std::vector<hsize_t>& dims, const T* data);
   bool exists(const std::string& name) const;
-  std::vector<std::string> members(
-      const std::string& group) const;  // names in a group; none if absent
+  // The names in a group; none if it is absent.
+  std::vector<std::string> members(const std::string& group) const;
   std::vector<hsize_t> shape(const std::string& name) const;
   H5T_class_t type_class(const std::string& name) const;
   size_t type_size(const std::string& name) const;
@@ -104,8 +104,8 @@ class File {
   Handle open_dataset(const std::string& name) const;
   Handle open_attr(const std::string& name, const std::string& object) const;
   void check_stored(const std::string& name, hid_t ds) const;
-  uint64_t points(hid_t space,
-                  const std::string& what) const;  // its element count; Error naming `what`
+  // Its element count; Error naming `what`.
+  uint64_t points(hid_t space, const std::string& what) const;
   Handle h_;
   std::string path_;
 };

@@ -34,12 +34,12 @@ struct RowLayout {
 // A header's parser: the layout that the first bytes of a file (its head: 64 KB, or the whole file
 // if shorter) declare, or an Error naming the file and what is wrong.
 using LayoutOf = RowLayout (*)(const std::string& name, const std::vector<uint8_t>& head);
-RowLayout npy_image_layout(const std::string& name,
-                           const std::vector<uint8_t>& head);  // (N,784) or (N,28,28) uint8
-RowLayout idx_image_layout(const std::string& name,
-                           const std::vector<uint8_t>& head);  // (N,28,28) ubyte
-RowLayout idx_label_layout(const std::string& name,
-                           const std::vector<uint8_t>& head);  // (N,) ubyte
+// Images: (N,784) or (N,28,28) uint8.
+RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& head);
+// Images: (N,28,28) ubyte.
+RowLayout idx_image_layout(const std::string& name, const std::vector<uint8_t>& head);
+// Labels: (N,) ubyte.
+RowLayout idx_label_layout(const std::string& name, const std::vector<uint8_t>& head);
 
 // The rows of a file, gzip-compressed or plain (zlib reads plain files as they are), or of bytes in
 // memory, a few at a time: what is held is what the caller reads, whatever the header declares.
@@ -48,8 +48,8 @@ RowLayout idx_label_layout(const std::string& name,
 class ArrayRows {
  public:
   ArrayRows(const std::string& path, LayoutOf layout);
-  ArrayRows(const std::string& name, std::vector<uint8_t> bytes,
-            LayoutOf layout);  // `name` only for messages
+  // Bytes in memory; `name` only for messages.
+  ArrayRows(const std::string& name, std::vector<uint8_t> bytes, LayoutOf layout);
   int64_t rows() const { return layout_.rows; }
   // Appends the next rows, at most `max_rows` of them, to `out`; returns how many (0 after the
   // last).
@@ -62,8 +62,8 @@ class ArrayRows {
   size_t pull(uint8_t* to, size_t n);  // up to n bytes: the buffer's first, then the file's
   void check_end();                    // after the last row: nothing more
   std::string name_;
-  std::unique_ptr<gzFile_s, int (*)(gzFile_s*)> file_{nullptr,
-                                                      nullptr};  // null: bytes in memory only
+  // Null when the bytes are in memory only.
+  std::unique_ptr<gzFile_s, int (*)(gzFile_s*)> file_{nullptr, nullptr};
   std::vector<uint8_t> buffer_;  // the head (or the bytes in memory), read from buffer_at_ on
   size_t buffer_at_ = 0;
   RowLayout layout_;

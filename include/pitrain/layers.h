@@ -19,11 +19,8 @@ struct Shape {
   bool operator==(const Shape& o) const { return h == o.h && w == o.w && c == o.c; }
 };
 
-enum class Activation {
-  none,
-  relu,
-  softmax
-};  // softmax: only on the last layer, folded into the loss
+// softmax: only on the last layer, folded into the loss.
+enum class Activation { none, relu, softmax };
 
 class ThreadPool;
 

@@ -23,7 +23,7 @@ std::vector<std::string> keras_layer_names(const std::vector<std::unique_ptr<Lay
 
 // Floats a sample needs in Model::reserve() and the layers' buffers, about: each layer's input and
 // output, forward and backward (a fused pair's middle one too, though it is never stored: the
-// shares' size, kShareBytes, was measured in these units).
+// shares' size, kShareBytes, is tuned in these units).
 int64_t activation_floats(const std::vector<std::unique_ptr<Layer>>& layers);
 
 // A UsageError "WHAT needs X GB a rank, ...; FIX" (check_fits_memory) unless a model of these
@@ -57,9 +57,8 @@ class Model {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   std::vector<std::string> layer_names() const { return keras_layer_names(layers_); }
   int64_t param_offset(size_t layer) const { return offsets_[layer]; }
-  bool fused(size_t layer) const {
-    return fused_[layer];
-  }  // does layer + 1's work too (Layer::fuse_next)
+  // Does layer + 1's work too (Layer::fuse_next).
+  bool fused(size_t layer) const { return fused_[layer]; }
   int64_t num_params() const { return num_params_; }
   int64_t forward_flops() const;  // per sample
   int64_t activation_floats() const { return pitrain::activation_floats(layers_); }

@@ -17,7 +17,8 @@ class Optimizer {
   virtual std::string name() const = 0;
   // One step over the n parameters; element-wise, so the pool's threads may take a range each.
   // Returns whether every gradient was finite: the update's own pass finds NaN and Inf, where a
-  // pass of its own cost mlp 8 % of a step (its gradients no longer in the cache).
+  // pass of its own would cost mlp a noticeable part of a step (its gradients no longer in the
+  // cache).
   bool step(float* params, const float* grads, int64_t n, float lr, ThreadPool* pool = nullptr);
   // Named state buffers, for checkpoints.
   virtual std::vector<std::pair<std::string, std::vector<float>*>> state() = 0;

@@ -7,12 +7,12 @@
 namespace pitrain {
 
 struct PrepareOptions {
-  std::string npy_dir;               // Quick Draw numpy_bitmap files, <class>.npy
-  std::string idx_dir;               // or MNIST-style IDX files (train-* and t10k-*)
-  std::vector<std::string> classes;  // npy: which files, in label order (none: every <class>.npy,
-                                     // sorted); idx: the label names
-  std::string
-      classes_file;  // the file the class names came from, if any: out must not overwrite it
+  std::string npy_dir;  // Quick Draw numpy_bitmap files, <class>.npy
+  std::string idx_dir;  // or MNIST-style IDX files (train-* and t10k-*)
+  // npy: which files, in label order (none: every <class>.npy, sorted); idx: the label names.
+  std::vector<std::string> classes;
+  // The file the class names came from, if any: out must not overwrite it.
+  std::string classes_file;
   int64_t max_per_class = 0;  // npy: keep the first N drawings of each class (0 = all)
   uint64_t seed = 0;
   double val_fraction = 0.1;  // npy only: IDX keeps its own test set as /val

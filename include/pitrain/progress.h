@@ -54,7 +54,7 @@ class TrainReport {
 };
 
 // For `pitrain elastic` (--progress-file): rank 0 rewrites the file with the steps taken, at
-// the first step and then at most ten times a second (some 50 us each), through a temporary file
+// the first step and then at most ten times a second (a cheap write each), through a temporary file
 // and a rename, so a reader never sees half a number. A write that fails is tried again later: the
 // file is for watching the run, never a reason to stop it. The same channel runs back: once
 // FILE.stop exists (elastic makes it to take a host back or on Ctrl-C), stop_requested() is true

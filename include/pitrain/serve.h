@@ -1,9 +1,9 @@
 // `pitrain serve`: a small HTTP server (libmicrohttpd) for the game and the training curves.
-//   GET  /                the play page: draw, the model guesses (page and script embedded)
-//   GET  /runs            the --log CSV files as curves, refreshed while runs write them
-//   GET  /api/classes     {"classes": [...]}
-//   POST /api/predict     {"pixels": [784 integers 0-255]} -> {"top": [{"class": ..., "p": ...}
-//   x3]} GET  /api/runs        the --log files' columns: {"runs": [{"name", "columns"|"error"}]}
+//   GET  /             the play page: draw, the model guesses (page and script embedded)
+//   GET  /runs         the --log CSV files as curves, refreshed while runs write them
+//   GET  /api/classes  {"classes": [...]}
+//   POST /api/predict  {"pixels": [784 integers 0-255]} -> {"top": [{"class": ..., "p": ...} x3]}
+//   GET  /api/runs     the --log files' columns: {"runs": [{"name", "columns"|"error"}]}
 // Every bad request that reaches the handler gets a 4xx with one line of JSON, {"error": "..."};
 // docs/serve.md lists what the server refuses, and where libmicrohttpd answers itself.
 #pragma once

@@ -152,9 +152,9 @@ struct LinkTiming {
 
 struct SyncChoice {
   SyncOptions opts;
-  std::string why;        // for the banner: what was measured and why this was chosen
-  std::string allreduce;  // the rounds' allreduce as timed and chosen: "rabenseifner" or
-                          // "binomial"; "" not chosen
+  std::string why;  // for the banner: what was measured and why this was chosen
+  // The rounds' allreduce as timed and chosen: "rabenseifner" or "binomial"; "" not chosen.
+  std::string allreduce;
 };
 
 // The first schedule and wire format, in order of preference (per-step fp32, per-step bf16,

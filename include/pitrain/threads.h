@@ -24,7 +24,7 @@ namespace pitrain {
 // never much slower than the calling thread doing it alone. Between jobs a thread polls, then
 // sleeps: an idle pool takes no core from MPI or from other processes. It polls kFreePollMicros
 // while the cores are free, so that a step's jobs, which come back to back, find the workers awake
-// (a futex wake-up costs ~100 us on a VM), and kSpinMicros while they are crowded (a worker waits
+// (a futex wake-up is slow on a VM), and kSpinMicros while they are crowded (a worker waits
 // for a core over an eighth of the time it runs: another process needs them); then element-wise
 // jobs stay on the calling thread, as a woken worker that the OS holds back inside a range would
 // keep the job waiting. Whether the pool's cores count as crowded: as worker 1 measures them, or
@@ -33,9 +33,8 @@ enum class Cores { measured, free, crowded };
 
 class ThreadPool {
  public:
-  explicit ThreadPool(
-      int threads,
-      Cores cores = Cores::measured);  // the calling thread is one: threads - 1 are started
+  // The calling thread is one: threads - 1 are started.
+  explicit ThreadPool(int threads, Cores cores = Cores::measured);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -96,38 +95,35 @@ class ThreadPool {
 // model's) on the scratch of the thread that takes it (thread 0's is the model itself), reading the
 // model's parameters (the workers: a copy of them where workers_copy_weights) and prepared weights
 // of its own, which the thread's first share of the batch makes (made once by parts on all threads,
-// they were a job of their own, and each thread wrote lines that the other's cache held: 65 us a
-// thread on 2 threads against 75 us on one). The shares run in L chains (L = the threads, at most
-// S), share s in chain s % L, a chain's shares one after the other on the thread that takes the
-// chain (thread t its own chain t first), each later share's gradients added into the chain's first
-// share's buffer as soon as it is done, in that core's cache; then the chains' sums are added in
-// chain order. The result depends on S and L, never on which thread ran what. Each thread's share
-// buffers stay in its own core: where threads took shares as they came free and summed all of them
-// by ranges, a share's buffer went from core to core every step (forty-ninth pass). Where the
-// calling thread updates the weights alone (workers_copy_weights), it also adds the chains' sums
-// alone, and every chain but the first ends by writing its sum to a buffer past its thread's
-// cache (chain_sums_): where the threads added the chains by ranges, each then wrote lines that
-// the other's cache held, and the worker's weight gradients (Winograd's dU to dW, Dense's dW)
-// took 2x-3.2x as long as the calling thread's (`cnn`, batch 32, 2 threads, the only count
-// measured; bench/RESULTS.md, fifty-first pass). A worker that
-// the OS holds back inside its chain keeps the batch waiting for the chain's rest too. S is twice
-// the threads (on 2 threads, `cnn` at batch 32 ran faster in four shares of 8 rows than in two of
-// 16; forty-eighth pass), or more where a share's activations would pass kShareBytes: shares that
-// stay in cache pay even on one thread, as each thread's scratch is reused share after share. A
-// share costs work per parameter whatever its rows (its weight gradients, their sum), so a batch is
-// cut only into shares of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits
-// from batch 2, `mlp` (few FLOPs per weight) only at large batches.
+// they would be a job of their own, each thread writing lines that the other's cache holds). The
+// shares run in L chains (L = the threads, at most S), share s in chain s % L, a chain's shares one
+// after the other on the thread that takes the chain (thread t its own chain t first), each later
+// share's gradients added into the chain's first share's buffer as soon as it is done, in that
+// core's cache; then the chains' sums are added in chain order. The result depends on S and L,
+// never on which thread ran what. Each thread's share buffers stay in its own core: threads that
+// took shares as they came free and summed them all by ranges would move a share's buffer from core
+// to core every step. Where the calling thread updates the weights alone (workers_copy_weights), it
+// also adds the chains' sums alone, and every chain but the first ends by writing its sum to a
+// buffer past its thread's cache (chain_sums_): threads that add the chains by ranges each write
+// lines that the other's cache holds, and the worker's weight gradients (Winograd's dU to dW,
+// Dense's dW) then take several times as long as the calling thread's. A worker that the OS holds
+// back inside its chain keeps the batch waiting for the chain's rest too. S is twice the threads
+// (on 2 threads, `cnn` at batch 32 runs faster in four shares of 8 rows than in two of 16;
+// bench/compute.sh), or more where a share's activations would pass kShareBytes: shares that stay
+// in cache pay even on one thread, as each thread's scratch is reused share after share. A share
+// costs work per parameter whatever its rows (its weight gradients, their sum), so a batch is cut
+// only into shares of at least kMinFlopsPerParam training FLOPs per parameter: `cnn` splits from
+// batch 2, `mlp` (few FLOPs per weight) only at large batches.
 //
 // While the cores are crowded (ThreadPool::crowded), training runs each batch's shares with
 // backups, as MapReduce does for its stragglers: the calling thread computes the shares from the
 // first, the workers from the last, each claiming a share before it starts it; where the calling
 // thread comes to a share that a worker claimed and has not finished, it computes that share
 // itself rather than wait for it, and uses the worker's only where it is done by then. Beside a
-// busy process a worker is taken off its core 70-90 times a second, ~4 ms each time (2 vCPUs, one
-// process spinning), so any share it holds may keep a batch waiting for milliseconds: where the
-// batch waited for the workers, two threads trained slower than one (bench/RESULTS.md, fortieth
-// to forty-ninth passes), and the calling thread ran every share alone where that measured
-// faster. A share's result is the same bits whichever thread computes it, and the shares are
+// busy process the OS takes a worker off its core many times a second, for milliseconds each
+// time, so any share it holds may keep a batch waiting: a batch that waits for the workers makes
+// two threads train slower than one (bench/compute.sh's busy neighbour; bench/RESULTS.md,
+// Compute). A share's result is the same bits whichever thread computes it, and the shares are
 // summed in the chains' order, so a run's result still depends only on the thread count. The
 // workers are not waited for: they read the batch, the weights and the context from a slot that
 // the calling thread copies them to, one of one more slots than there are workers, and never
@@ -189,10 +185,8 @@ class ThreadedModel {
       std::function<void(Model& scratch, int s, int chain, int first, int rows, bool prepared)>;
   void for_each_share(int n, const Share& share);
   void add_scratch(int count);  // the threads' scratch, gradient buffers for `count` shares
-  // Share s of `count` of n rows: its first row.
-  static int first_row(int n, int count, int s) {
-    return int(int64_t(n) * s / count);
-  }  // n s passes 2^31 at large batches
+  // Share s of `count` of n rows: its first row (in 64 bits: n s passes 2^31 at large batches).
+  static int first_row(int n, int count, int s) { return int(int64_t(n) * s / count); }
   // Gradients of share s on `scratch`, into where it is bound, from the batch's rows x, y
   // and context (first_row, batch_rows and prepared set here).
   LossStats share_forward_backward(Model& scratch, const float* x, const int32_t* y, int n,
@@ -203,8 +197,8 @@ class ThreadedModel {
   LossStats sum_stats(int count) const;       // of the last batch's `count` shares
   void add_share_to_chain(int s, int chain);  // the chain's buffer += share s's
   void add_chain_sums(int n);  // chain_sums_ for a batch of n rows, where it needs them
-  void write_chain_sum(int s,
-                       int chain);  // chain_sums_ of chain (1..) = its buffer + its last share s's
+  // chain_sums_ of chain (1..) = its buffer + its last share s's.
+  void write_chain_sum(int s, int chain);
   // Share 0's buffer += the other chains' sums, in chain order: each in its first share's
   // buffer, or written out to chain_sums_.
   enum class ChainSums { in_chain_buffers, written_out };
@@ -219,25 +213,24 @@ class ThreadedModel {
   };
   Backup& backup(int worker, int s) { return backups_[size_t((worker - 1) * backup_shares_ + s)]; }
   std::vector<Slot> slots_;  // (threads): one more than the workers
-  std::atomic<uint64_t> open_batch_{
-      0};  // the crowded batch whose shares may start: batch << 16 | slot; 0: none
+  // The crowded batch whose shares may start: batch << 16 | slot; 0: none.
+  std::atomic<uint64_t> open_batch_{0};
   std::unique_ptr<std::atomic<int>[]> reading_;  // (threads) the slot each worker reads, or -1
   // (backup_shares_) the last batch a share was claimed in; and done in by a worker: batch << 16 |
   // worker
   std::unique_ptr<std::atomic<uint64_t>[]> share_claimed_, share_done_;
   int backup_shares_ = 0;
   std::vector<Backup> backups_;  // (workers x backup_shares_)
-  const std::function<void(int)> backup_job_{
-      [this](int worker) { worker_backups(worker); }};  // as posted
+  // The job posted to the workers for the backup shares.
+  const std::function<void(int)> backup_job_{[this](int worker) { worker_backups(worker); }};
   uint64_t worker_shares_ = 0;
   std::vector<Model> copies_;  // threads 1..: the model's layers with their own scratch
   // What threads 1.. read as the model's parameters where workers_copy_weights: a copy that the
   // calling thread writes before each batch that runs on them, so that it alone reads the
   // weights and can update them (pool_for_update) without taking their lines back from the
-  // workers' cores. Where both threads read the weights and updated half each, on a VM whose
-  // two vCPUs were at times far apart, the update took 3.5x as long, its largest cost in those
-  // minutes; with the copy, two threads made 20,959 images/s against 19,092 in such minutes
-  // (`cnn`, batch 32).
+  // workers' cores. Threads that both read the weights and update half each move lines from core
+  // to core; on a VM whose two vCPUs are at times far apart, that makes the update the step's
+  // largest cost.
   std::vector<float> workers_params_;
   std::vector<std::vector<float>> share_grads_;  // shares 1..: (num_params)
   // Chains 1..: (num_params) each worker chain's sum, written past the worker's cache
@@ -245,8 +238,8 @@ class ThreadedModel {
   std::vector<std::vector<float>> chain_sums_;
   std::vector<LossStats> stats_;  // of each share of the last batch
   uint64_t batches_ = 0;          // batches so far
-  std::vector<uint64_t>
-      prepared_batch_;              // (threads) the batch each thread's prepared weights are of
+  // (threads) the batch each thread's prepared weights are of.
+  std::vector<uint64_t> prepared_batch_;
   double flops_per_row_per_param_;  // training FLOPs (3x forward) of one row, per parameter
   double bytes_per_row_;            // activations of one row (Model::activation_floats)
   Model& of_thread(int t) { return t == 0 ? model_ : copies_[size_t(t - 1)]; }
@@ -255,24 +248,23 @@ class ThreadedModel {
   }
 };
 
-// By measurement (bench/RESULTS.md, threads): mlp at batch 32 (190 FLOPs per parameter) was
-// slower on 2 threads than on 1, at batch 128 (770) faster; cnn gains from batch 8 (2,700).
+// Tuned with bench/compute.sh (bench/RESULTS.md, Compute): mlp at batch 32 (190 FLOPs per
+// parameter) is slower on 2 threads than on 1, at batch 128 (770) faster; cnn gains from batch 8.
 constexpr double kMinFlopsPerParam = 300;
-// By measurement (bench/RESULTS.md, forty-eighth pass): with the workers reading a copy of the
-// weights, `cnn` at batch 32 (11,000 training FLOPs a weight a batch) trained faster on 2 threads
-// than without it, and `mlp` at batch 128 (770) about 10 % slower (compute.sh, against the
-// forty-seventh pass's runs); a threshold between the two.
+// Tuned with bench/compute.sh (bench/RESULTS.md, Compute): with the workers reading a copy of the
+// weights, `cnn` at batch 32 trains faster on 2 threads than without it, and `mlp` at batch 128
+// (770 FLOPs per parameter) slower; a threshold between the two.
 constexpr double kMinFlopsPerParamToCopy = 3000;
-// By measurement (bench/RESULTS.md, shares that stay in cache): cnn on 1 thread ran fastest in
-// shares of 8 rows (5 MB of activations), 6-12 % faster than whole batches of 32 or 128.
+// Tuned with bench/compute.sh (bench/RESULTS.md, Compute): cnn on 1 thread runs fastest in
+// shares of 8 rows (5 MB of activations), faster than in whole batches of 32 or 128.
 constexpr double kShareBytes = 6 << 20;
-// By measurement (bench/RESULTS.md, third pass): with another busy process, cnn batch 32 on 2
-// threads ran 5-8 % faster polling 20 us than 100 us (a polling worker takes a core that the
-// others need).
+// Tuned with bench/compute.sh's busy neighbour (bench/RESULTS.md, Compute): beside another busy
+// process, cnn batch 32 on 2 threads runs faster polling 20 us than 100 us (a polling worker
+// takes a core that the others need).
 constexpr int kSpinMicros = 20;
-// By measurement (bench/RESULTS.md, ninth pass): on free cores the gaps between a step's jobs
-// are ~50-150 us, and a sleeping worker woke ~100-150 us late; cnn batch 32 on 2 threads ran
-// 4-6 % faster polling 250 us and splitting the small jobs (with a busy neighbour: as before).
+// Tuned with bench/compute.sh (bench/RESULTS.md, Compute): on free cores a sleeping worker wakes
+// later than the gaps between a step's jobs last, so cnn batch 32 on 2 threads runs faster
+// polling 250 us and splitting the small jobs; beside a busy neighbour it runs as fast.
 constexpr int kFreePollMicros = 250;
 
 // The node's cores shared among the ranks on it (at least 1): --threads 0.

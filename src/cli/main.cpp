@@ -94,9 +94,8 @@ int main(int argc, char** argv) {
   int code = 0;
   try {
     code = dispatch(argc, argv, comm);
-  } catch (
-      const pitrain::Stopped& stopped) {  // a signal: the checkpoint is written, rank 0 said so
-    code = stopped.code;
+  } catch (const pitrain::Stopped& stopped) {
+    code = stopped.code;  // a signal: the checkpoint is written, and rank 0 said so
   } catch (const pitrain::UsageError& e) {  // every rank has it: rank 0 speaks for all
     if (comm.rank() == 0) std::cerr << "pitrain: error: " << e.what() << "\n";
     code = 2;

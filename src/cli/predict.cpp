@@ -69,12 +69,12 @@ int predict(int argc, char** argv, Comm& comm) {
   if (!parse(options, argc, argv, comm, r)) return 0;
   if (!r.count("model") || !r.count("files"))
     throw UsageError("predict: give --model FILE.h5 and one or more image files");
-  run_together(comm,
-               [&] {  // a handful of images: rank 0 is plenty; the others wait to learn how it went
-                 if (comm.rank() == 0)
-                   predict_files(r["model"].as<std::string>(),
-                                 r["files"].as<std::vector<std::string>>(), r.count("json") > 0);
-               });
+  // A handful of images: rank 0 is plenty; the others wait to learn how it went.
+  run_together(comm, [&] {
+    if (comm.rank() == 0)
+      predict_files(r["model"].as<std::string>(), r["files"].as<std::vector<std::string>>(),
+                    r.count("json") > 0);
+  });
   return 0;
 }
 

@@ -66,8 +66,8 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(!o.sync.overlap_steps || (o.sync.overlap && o.sync.sync_every > 1),
           "--overlap-steps applies to local SGD's overlapped rounds: add --overlap and "
           "--sync-every K (K > 1)");
-  const int64_t bucket_kb =
-      r["bucket-kb"].as<int64_t>();  // in KB: bounded so that the bytes fit an int64
+  // In KB: bounded so that the bytes fit an int64.
+  const int64_t bucket_kb = r["bucket-kb"].as<int64_t>();
   require(bucket_kb > 0 && bucket_kb <= 1048576,
           "--bucket-kb must be 1 to 1048576 (1 GB), got " + std::to_string(bucket_kb));
 }

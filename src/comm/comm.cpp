@@ -181,8 +181,8 @@ void run_together(Comm& comm, const std::function<void()>& step) {
   const int first = comm.first_failed(!failed);
   if (first == comm.size()) return;
   const bool first_was_usage = comm.first_failed(!usage) == first;  // the same on every rank
-  throw JointError(comm.rank() == first ? message : "",
-                   first_was_usage ? 2 : 1);  // one rank speaks
+  // One rank speaks.
+  throw JointError(comm.rank() == first ? message : "", first_was_usage ? 2 : 1);
 }
 
 }  // namespace pitrain

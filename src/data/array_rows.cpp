@@ -14,8 +14,8 @@ namespace pitrain {
 namespace {
 
 constexpr size_t kHeadBytes = 1 << 16;  // what a header parser gets: any header fits
-constexpr size_t kChunkBytes =
-    1 << 20;  // what a read appends at a time: memory grows with the data read
+// What a read appends at a time: memory grows with the data read.
+constexpr size_t kChunkBytes = 1 << 20;
 
 }  // namespace
 
@@ -62,6 +62,7 @@ size_t ArrayRows::pull(uint8_t* to, size_t n) {
 int64_t ArrayRows::read(int64_t max_rows, std::vector<uint8_t>& out) {
   const int64_t n = std::min(max_rows, layout_.rows - done_);
   const uint64_t have = uint64_t(done_) * layout_.row_bytes;  // no overflow: at most data_bytes_
+  out.reserve(out.size() + size_t(uint64_t(n) * layout_.row_bytes));  // no doubling on the way
   for (uint64_t want = uint64_t(n) * layout_.row_bytes, got = 0; got < want;) {
     const size_t step = size_t(std::min<uint64_t>(want - got, kChunkBytes)), at = out.size();
     out.resize(at + step);

@@ -314,8 +314,8 @@ std::vector<std::string> File::attr_strings(const std::string& name,
   if (variable) {
     std::vector<char*> ptrs(n);
     Handle t = string_type();
-    H5Tset_cset(t.get(),
-                H5Tget_cset(ft.get()));  // HDF5 converts no charset: h5py writes bytes as ASCII
+    // HDF5 converts no charset: h5py writes bytes as ASCII.
+    H5Tset_cset(t.get(), H5Tget_cset(ft.get()));
     if (H5Aread(a.get(), t.get(), ptrs.data()) < 0) throw Error(path_ + ": cannot read " + label);
     for (char* p : ptrs) out.emplace_back(p ? p : "");
     H5Dvlen_reclaim(t.get(), space.get(), H5P_DEFAULT, ptrs.data());

@@ -21,8 +21,8 @@ IdxHeader parse_idx_header(const std::string& path, const std::vector<uint8_t>& 
   IdxHeader h;
   h.size = 4 + 4 * size_t(b[3]);
   if (b.size() < h.size) throw Error(path + ": truncated IDX header");
-  uint64_t count =
-      1;  // the data's bytes: a header whose dimensions overflow them is refused as such
+  // The data's bytes: a header whose dimensions overflow them is refused as such.
+  uint64_t count = 1;
   for (size_t i = 0; i < b[3]; ++i) {
     const uint8_t* p = &b[4 + 4 * i];
     h.dims.push_back((int64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);

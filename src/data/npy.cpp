@@ -48,8 +48,8 @@ RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& 
     header_len = b[8] | (b[9] << 8) | (size_t(b[10]) << 16) | (size_t(b[11]) << 24);
     offset = 12;
   }
-  if (b.size() - offset < header_len)
-    fail("truncated header");  // offset + header_len wraps a 32-bit size_t
+  // offset + header_len wraps a 32-bit size_t.
+  if (b.size() - offset < header_len) fail("truncated header");
   // NumPy's own limit (max_header_size): a longer header is damaged or hostile, and the regex
   // below would recurse once a character through it, off the end of the stack.
   if (header_len > kMaxNpyHeader)

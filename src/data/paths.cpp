@@ -48,8 +48,8 @@ void check_output(const std::string& flag, const std::string& path,
     if (path == input || same_file(path, input))
       throw Error(flag + " " + path + ": is the same file as " + input_flag + " " + input +
                   ", which writing it would destroy; write to another file");
-  const std::string probe =
-      temp_path_beside(path);  // a file of this check's own: can the folder take one?
+  // A file of this check's own: can the folder take one?
+  const std::string probe = temp_path_beside(path);
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0)
     throw Error(flag + " " + path +

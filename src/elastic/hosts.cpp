@@ -81,9 +81,8 @@ pid_t spawn(const std::vector<std::string>& command, bool quiet) {
   const pid_t pid = fork();
   if (pid < 0) throw Error("cannot start " + command[0] + " (fork failed)");
   if (pid == 0) {
-    setpgid(
-        0,
-        0);  // its own group: Ctrl-C reaches elastic alone, which ends the group and all it started
+    // Its own group: Ctrl-C reaches elastic alone, which ends the group and all it started.
+    setpgid(0, 0);
     freopen("/dev/null", "r", stdin);
     if (quiet) {
       freopen("/dev/null", "w", stdout);
@@ -130,8 +129,8 @@ bool is_this_host(const std::string& name) {
 std::vector<std::string> remote_shell(const std::vector<std::string>& mpirun_args,
                                       double timeout_seconds) {
   std::string agent = mca_value(mpirun_args, "plm_rsh_agent");
-  agent =
-      agent.substr(0, agent.find(':'));  // Open MPI takes "ssh : rsh" as alternatives: the first
+  // Open MPI takes "ssh : rsh" as alternatives: the first.
+  agent = agent.substr(0, agent.find(':'));
   std::istringstream words(agent + " " + mca_value(mpirun_args, "plm_rsh_args"));
   std::vector<std::string> shell;
   for (std::string w; words >> w;) shell.push_back(w);
@@ -167,8 +166,8 @@ std::vector<std::string> rank_hosts(const std::vector<Host>& hosts,
   std::vector<int> left;
   for (const auto& h : hosts) left.push_back(h.slots);
   std::vector<std::string> ranks;
-  for (bool placed = true;
-       placed;) {  // rounds over the hosts: by node one rank a host, else all its slots
+  // Rounds over the hosts: by node one rank a host, else all its slots.
+  for (bool placed = true; placed;) {
     placed = false;
     for (size_t i = 0; i < hosts.size(); ++i) {
       const int take = by_node ? std::min(left[i], 1) : left[i];
@@ -189,9 +188,9 @@ std::vector<bool> probe_hosts(const std::vector<std::string>& shell, const std::
       continue;
     }
     std::vector<std::string> words = shell;
-    words.insert(words.end(), {"--", hosts[i].name,
-                               "true"});  // `--`: the host is never one of the shell's options
-    pids[i] = spawn(words, true);         // a timeout ends the shell and whatever it started
+    // `--`: the host is never one of the shell's options.
+    words.insert(words.end(), {"--", hosts[i].name, "true"});
+    pids[i] = spawn(words, true);  // a timeout ends the shell and whatever it started
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);

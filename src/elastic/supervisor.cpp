@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -109,8 +110,8 @@ std::vector<pid_t> descendants() {
       std::ifstream file("/proc/" + std::string(entry->d_name) + "/stat");
       const std::string stat((std::istreambuf_iterator<char>(file)),
                              std::istreambuf_iterator<char>());
-      const size_t name_end =
-          stat.rfind(')');  // the command's name may hold spaces and parentheses
+      // The command's name may hold spaces and parentheses.
+      const size_t name_end = stat.rfind(')');
       char state = 0;
       int parent = 0;
       if (name_end != std::string::npos &&
@@ -139,14 +140,27 @@ void end_launch() {
     pid_t reaped;
     while ((reaped = waitpid(-1, nullptr, WNOHANG)) > 0) continue;
     if (reaped < 0 && errno == ECHILD) return;
-    if (!said && seconds_now() - start > 10 &&
-        !left.empty()) {  // SIGKILLed, yet not gone: stuck in the kernel
+    // SIGKILLed, yet not gone: stuck in the kernel.
+    if (!said && seconds_now() - start > 10 && !left.empty()) {
       say("waiting for process " + std::to_string(left[0]) +
           " of the last launch to exit (killed; see ps -l " + std::to_string(left[0]) +
           ") before the next launch");
       said = true;
     }
   }
+}
+
+// A rank 0 killed while writing a checkpoint leaves FILE.tmp.<pid>.<random> behind
+// (temp_path_beside): once every process of the launch has exited, such files on this machine
+// are leftovers, and an SD card would collect one at every failed launch.
+void remove_checkpoint_leftovers(const std::string& checkpoint) {
+  namespace fs = std::filesystem;
+  const fs::path path(checkpoint);
+  const std::string prefix = path.filename().string() + ".tmp.";
+  std::error_code error;
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  for (const auto& entry : fs::directory_iterator(folder, error))
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove(entry.path(), error);
 }
 
 // What one launch came to.
@@ -206,16 +220,16 @@ class Supervisor {
   }
 
   int run() {
-    prctl(PR_SET_CHILD_SUBREAPER,
-          1);  // ranks that outlive mpirun become elastic's children (end_launch)
+    // Ranks that outlive mpirun become elastic's children (end_launch).
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     for (int sig : kStopSignals) std::signal(sig, on_signal);
     active_ = answering();
     if (int(active_.size()) < o_.min_hosts) return give_up("at the start");
     if (active_.size() < hosts_.size())
       say("starting without " + names(lost()) + " (no answer); taken back when they answer");
     for (int restarts = 0;;) {
-      const Outcome r =
-          g_signal ? Outcome{0, -1, 0, false, false, g_signal} : launch();  // Ctrl-C while probing
+      // Ctrl-C while probing.
+      const Outcome r = g_signal ? Outcome{0, -1, 0, false, false, g_signal} : launch();
       if (r.stopped_by) {
         const int64_t saved = saved_step();
         say(std::string("stopped by ") + signal_name(r.stopped_by) + "; " +
@@ -426,8 +440,8 @@ class Supervisor {
               " s after the last step before the failure");
         if (r.reached < 0) {
           failed_at_ = 0;
-          for (const auto& h : active_)
-            held_.erase(h.name);  // its ranks arrived: no longer on hold
+          // Its ranks arrived: no longer on hold.
+          for (const auto& h : active_) held_.erase(h.name);
         }
         r.reached = step, r.last_step_at = last_advance = t;
       }
@@ -464,14 +478,15 @@ class Supervisor {
       }
     }
     end_launch();
+    remove_checkpoint_leftovers(checkpoint_);
     return r;
   }
 
   const ElasticOptions& o_;
   std::vector<Host> hosts_, active_;
   std::vector<std::string> shell_;
-  const std::string
-      self_;  // this program, found once: a rebuild during the run leaves "(deleted)" behind
+  // This program, found once: a rebuild during the run leaves "(deleted)" behind.
+  const std::string self_;
   std::string checkpoint_, resume_, dir_;
   std::optional<FileStamp> earlier_checkpoint_;  // the --checkpoint file of an earlier run, if any
   struct Hold {

@@ -2,11 +2,11 @@
 // the bias on, through the activation, and written once. Backward takes dy through the
 // activation and sums dbias in one pass over an output row, then each tap's kernel gradient over
 // the row in registers. For shallow inputs: a first layer's 3x3 taps of one channel are patches
-// too short for a GEMM to pay, and im2col spent more there on its patch matrix, on packing it,
+// too short for a GEMM to pay, and im2col spends more there on its patch matrix, on packing it,
 // on clearing its output and on a pass of its own for the bias and ReLU than on the
-// multiplications (bench/RESULTS.md, thirty-fifth pass). Followed by a 2x2 max pool, it pools
-// its output two rows at a time from a scratch in cache (fuse_pool): `cnn`'s first layer wrote
-// 4x the pooled output to memory, and read it back twice in backward (forty-seventh pass).
+// multiplications (bench/compute.sh). Followed by a 2x2 max pool, it pools its output two rows
+// at a time from a scratch in cache (fuse_pool): unfused, `cnn`'s first layer writes 4x the
+// pooled output to memory, and reads it back twice in backward.
 #include <algorithm>
 #include <type_traits>
 #include <vector>

@@ -26,8 +26,8 @@ void for_each_patch_row(Shape in, Shape out, int k, int pad_top, int pad_left, i
             pad(patch, row);
             continue;
           }
-          const int first = std::max(0, -iw),
-                    last = std::min(k, in.w - iw);  // taps inside the image
+          // Taps inside the image.
+          const int first = std::max(0, -iw), last = std::min(k, in.w - iw);
           if (first > 0) pad(patch, first * cin);
           visit(patch + first * cin, image + ((int64_t(s) * in.h + ih) * in.w + iw + first) * cin,
                 (last - first) * cin);
@@ -63,8 +63,8 @@ class Im2colConv : public ConvAlgorithm {
     bias_backward(y, dy, rows, out_.c, dbias, act_);
     gemm(true, false, depth, out_.c, rows, col_.data(), dy, dkernel);  // dW = col^T dY
     if (!dx) return;
-    gemm(false, true, rows, depth, out_.c, dy, kernel,
-         col_.data());  // the patches are spent: d(col) = dY W^T
+    // The patches are spent: d(col) = dY W^T.
+    gemm(false, true, rows, depth, out_.c, dy, kernel, col_.data());
     std::fill_n(dx, int64_t(n) * in_.size(), 0.0f);
     for_each_patch_row(
         in_, out_, k_, pad_top_, pad_left_, n, col_.data(), dx,

@@ -7,7 +7,7 @@
 // Every transform runs along the channels, which NHWC keeps contiguous, so its loops vectorise,
 // in the CPU's vector width (vector_copies.h). U and U^T (which dV's products read as rows) are
 // the layer's prepared weights (Layer::prepared_floats): made once a batch on each thread, not
-// once a share (about 5 % of a cnn step when every share made its own).
+// once a share, where they would be a noticeable part of a cnn step.
 #include <algorithm>
 
 #include "pitrain/conv.h"

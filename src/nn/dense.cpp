@@ -36,10 +36,9 @@ class Dense : public Layer {
   // gemm_unpacked, y on its kernel padded to kNarrow columns with zeros, dW on dY padded likewise
   // (the padding's columns cut off after), dx on its kernel transposed; the padded and the
   // transposed kernel are made once a batch (prepared weights). Eigen's GEMM packs its operands
-  // every call: by `perf`, 32 us of each 8-row share of a one-thread `cnn` step at 1600 x 15,
-  // 41 us at 2 rows (bench/RESULTS.md, forty-seventh pass). Only on a share of a batch (no
-  // pool), whose thread's later shares reuse them: a whole batch on the pool (`mlp` at batch 8)
-  // keeps Eigen's GEMM, where making them cost more than they saved (3 % of the step).
+  // every call, a large part of a small share's time at 1600 x 15 (`cnn`). Only on a share of a
+  // batch (no pool), whose thread's later shares reuse them: a whole batch on the pool (`mlp` at
+  // batch 8) keeps Eigen's GEMM, where making them costs more than it saves (bench/compute.sh).
   int64_t prepared_floats() const override {
     return narrow() ? in_.size() * (kNarrow + units_) : 0;
   }
@@ -53,11 +52,10 @@ class Dense : public Layer {
   // With a pool, thread part p of P takes the kernel's rows [d p / P, d (p + 1) / P), a block
   // of inputs: its partial product forward, the same rows of dW (and columns of dx) backward,
   // and in the optimizer (run by ranges of the parameters, much the same ones) their update, so
-  // that each block stays in one core's cache. mlp at batch 8 on 2 threads: bench/RESULTS.md,
-  // nineteenth pass. Each part first copies its columns of x into a block of its own, which
-  // backward reads again: on x's columns in place (rows 784 floats apart, the second part's
-  // starting mid cache line) the second part's dW took 25-26 us, from its block 17-18 us, the
-  // copy ~1 us (mlp at batch 8; forty-first pass). The partial products are summed in part
+  // that each block stays in one core's cache (mlp at batch 8 on 2 threads; bench/compute.sh).
+  // Each part first copies its columns of x into a block of its own, which backward reads again:
+  // x's columns in place are rows 784 floats apart, the second part's starting mid cache line,
+  // and its dW is faster from the block, copy included. The partial products are summed in part
   // order: for a thread count, the same bits whichever thread ran what.
   void forward(const float* x, float* y, int n, const Context& ctx) override {
     const int d = int(in_.size());
@@ -65,8 +63,8 @@ class Dense : public Layer {
     parts_ = pool_ ? pool_->parts(d * int64_t(units_)) : 1;
     if (unpacked() && !ctx.prepared) prepare();
     if (unpacked()) {
-      gemm_unpacked(n, kNarrow, d, x, d, 1, padded(), kNarrow, padded_rows_.data(),
-                    kNarrow);  // (n, kNarrow)
+      // The padded y: (n, kNarrow).
+      gemm_unpacked(n, kNarrow, d, x, d, 1, padded(), kNarrow, padded_rows_.data(), kNarrow);
       cut(padded_rows_.data(), n, y);
     } else if (parts_ == 1) {
       gemm(false, false, n, units_, d, x, w_, y);
@@ -93,8 +91,9 @@ class Dense : public Layer {
     bias_backward(y, dy, n, units_, dw_ + int64_t(d) * units_, act_);
     if (unpacked()) {
       pad(dy, n, padded_rows_.data());
+      // The padded dW: x^T dY.
       gemm_unpacked(d, kNarrow, n, x, 1, d, padded_rows_.data(), kNarrow, dw_padded_.data(),
-                    kNarrow);  // x^T dY
+                    kNarrow);
       cut(dw_padded_.data(), d, dw_);
       if (dx) gemm_unpacked(n, d, units_, dy, units_, 1, transposed(), d, dx, d);  // dY W^T
       return;
@@ -103,9 +102,10 @@ class Dense : public Layer {
       const int lo = rows_from(p), hi = rows_from(p + 1);
       const float* x_rows = parts_ == 1 ? x : x_part(p, n);  // (n, hi - lo)
       gemm(true, false, hi - lo, units_, n, x_rows, dy, dw_ + int64_t(lo) * units_);  // dW = x^T dY
+      // dx = dY W^T.
       if (dx)
         gemm(false, true, n, hi - lo, units_, dy, units_, w_ + int64_t(lo) * units_, units_,
-             dx + lo, d);  // dx = dY W^T
+             dx + lo, d);
     };
     if (parts_ == 1)
       rows(0);
@@ -136,12 +136,10 @@ class Dense : public Layer {
         ConstMatrixView(w_, in_.size(), units_).transpose();
   }
 
-  int rows_from(int part) const {
-    return int(in_.size() * part / parts_);
-  }  // the kernel's first row of a part
-  float* x_part(int part, int n) {
-    return x_parts_.data() + int64_t(n) * rows_from(part);
-  }  // (n, its rows)
+  // The kernel's first row of a part.
+  int rows_from(int part) const { return int(in_.size() * part / parts_); }
+  // A part's columns of x: (n, its rows).
+  float* x_part(int part, int n) { return x_parts_.data() + int64_t(n) * rows_from(part); }
 
   int units_;
   Activation act_;
@@ -149,8 +147,8 @@ class Dense : public Layer {
   int parts_ = 1;
   std::vector<float> partials_;  // (parts_ - 1, n, units): the partial products of parts 1..
   std::vector<float> x_parts_;   // (n, in) as parts_ blocks: part p's columns of x, (n, its rows)
-  std::vector<float>
-      padded_rows_;  // narrow: (n, kNarrow), y before it is cut to units, then dY padded
+  // Narrow: (n, kNarrow), y before it is cut to units, then dY padded.
+  std::vector<float> padded_rows_;
   std::vector<float> dw_padded_;  // narrow: (in, kNarrow), dW before it is cut to units
 };
 

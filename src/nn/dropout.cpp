@@ -30,8 +30,8 @@ class Dropout : public Layer {
     const uint32_t threshold = uint32_t(rate_ * 65536.0f);
     const float keep_scale = 1.0f / (1.0f - rate_);
     float* __restrict scale = scale_.data();
-    const uint64_t first =
-        uint64_t(ctx.first_row) * uint64_t(in_.size());  // this share's first unit
+    // This share's first unit.
+    const uint64_t first = uint64_t(ctx.first_row) * uint64_t(in_.size());
     // Unit u of the batch is decided by bits [16 lane, 16 lane + 16), lane = u % 4, of draw u / 4.
     auto draw = [&](int64_t i) { return splitmix64(key + (first + uint64_t(i)) / 4); };
     auto lane_of = [&](int64_t i) { return int((first + uint64_t(i)) % 4); };
@@ -47,9 +47,9 @@ class Dropout : public Layer {
       return f;
     };
     int64_t i = 0;
-    for (; i < count && lane_of(i) != 0; ++i)
-      scale[i] = keep(draw(i), lane_of(i));  // up to a whole draw
-    for (; i + 4 <= count; i += 4) {         // whole draws, lanes 0-3: the common case
+    // Up to a whole draw.
+    for (; i < count && lane_of(i) != 0; ++i) scale[i] = keep(draw(i), lane_of(i));
+    for (; i + 4 <= count; i += 4) {  // whole draws, lanes 0-3: the common case
       const uint64_t bits = draw(i);
       for (int j = 0; j < 4; ++j) scale[i + j] = keep(bits, j);
     }

@@ -14,11 +14,10 @@ namespace pitrain {
 
 #ifdef PITRAIN_GEMM_ISA_KERNELS
 // On x86-64 CPUs with AVX2 or AVX-512, Eigen's kernels built for them (gemm_isa.cpp) beat
-// Debian's OpenBLAS 0.3.21 on cnn's and mlp's shapes: with AVX-512 140-190 against 85-105 GFLOP/s
-// a core (AMD EPYC, family 26; OpenBLAS' kernels stop at AVX2 there). Neither takes a lock, where
-// OpenBLAS takes one global mutex twice a call, which two threads making cnn's ~450 small GEMMs a
-// step contend for, and clears or scales C in a pass of its own (bench/RESULTS.md, fifteenth and
-// thirty-second passes).
+// Debian's OpenBLAS on cnn's and mlp's shapes (OpenBLAS' kernels stop at AVX2 on AMD EPYC).
+// Neither takes a lock, where OpenBLAS takes one global mutex twice a call, which two threads
+// making cnn's hundreds of small GEMMs a step contend for, and clears or scales C in a pass of its
+// own (bench/compute.sh; bench/RESULTS.md, Compute).
 void gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
                  const float* b, int ldb, float* c, int ldc, const float* add_alpha);
 void gemm_avx2(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
@@ -58,8 +57,9 @@ struct GemmKernel {
   // C = op(A) op(B), or with add_alpha C += *add_alpha op(A) op(B)
   void (*run)(bool, bool, int, int, int, const float*, int, const float*, int, float*, int,
               const float* add_alpha);
+  // gemm_unpacked
   void (*unpacked)(int, int, int, const float*, int64_t, int64_t, const float*, int64_t, float*,
-                   int64_t);  // gemm_unpacked
+                   int64_t);
 };
 
 // The build's kernels, fastest first: gemm() takes the first this CPU runs. The last runs on

@@ -34,8 +34,8 @@ void eigen_gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
   using Rows = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k, b_rows = trans_b ? n : k,
             b_cols = trans_b ? k : n;
-  // Whole matrices through maps without a run-time stride: cnn at batch 32 trained 8 % slower
-  // with every GEMM through strided ones.
+  // Whole matrices through maps without a run-time stride: strided maps for every GEMM make cnn
+  // at batch 32 train slower (bench/compute.sh).
   if (lda == a_cols && ldb == b_cols && ldc == n) {
     using Whole = Eigen::Map<const Rows>;
     eigen_product(trans_a, trans_b, Eigen::Map<Rows>(c, m, n), Whole(a, a_rows, a_cols),

@@ -2,9 +2,9 @@
 // that includes this (gemm.cpp: the build's; gemm_isa.cpp: AVX-512 or AVX2). A block of R rows
 // by NV vectors of C stays in registers while k runs: each step loads NV vectors of B's row and
 // multiplies R values of A's column, each broadcast, into them. Nothing is packed: Eigen's GEMM
-// packs both operands every call, over a quarter of the GEMMs' time in a one-thread `cnn` step,
-// mostly Winograd's per-position products of a share's few rows (bench/RESULTS.md, forty-fourth
-// pass). Internal linkage, so that each includer keeps its own copy.
+// packs both operands every call, a large part of the GEMMs' time in a one-thread `cnn` step,
+// mostly Winograd's per-position products of a share's few rows (bench/compute.sh). Internal
+// linkage, so that each includer keeps its own copy.
 #pragma once
 #include <algorithm>
 #include <array>

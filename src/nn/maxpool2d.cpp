@@ -57,8 +57,8 @@ void maxpool_forward(const float* x, float* y, uint8_t* arg, int n, Shape in) {
         float* __restrict out = y;
         uint8_t* __restrict which = arg;
         int ch = 0;
-        for (; ch + kWidth<Lanes> <= c;
-             ch += kWidth<Lanes>) {  // as below, in selects, not branches
+        // As below, in selects, not branches.
+        for (; ch + kWidth<Lanes> <= c; ch += kWidth<Lanes>) {
           Lanes best = lanes_at<Lanes>(t0 + ch);
           LaneInts w = {};
           const float* taps[] = {t1, t2, t3};
@@ -107,9 +107,9 @@ void maxpool_backward(const float* dy, const uint8_t* argmax, float* dx, int n, 
         const uint8_t* __restrict which = argmax + at;
         FloatBits* __restrict out = reinterpret_cast<FloatBits*>(dx);
         const uint8_t tap = uint8_t((ih % 2) * 2 + iw % 2);
-        // Masks the float's bits instead of branching: which tap won is a coin toss, and the
-        // mispredicted branches were a hot spot of the step (bench/RESULTS.md). The compiler
-        // vectorises this loop itself (in Lanes, widening the argmax bytes took 3x as long).
+        // Masks the float's bits instead of branching: which tap won is a coin toss, and
+        // mispredicted branches would be a hot spot of the step. The compiler vectorises this
+        // loop itself (in Lanes, widening the argmax bytes takes longer).
         for (int ch = 0; ch < c; ++ch) out[ch] = grad[ch] & (0u - uint32_t(which[ch] == tap));
       }
 }

@@ -131,8 +131,8 @@ const LrScaling kLrScalings[] = {
 float lr_scale(const std::string& rule, int ranks) {
   for (const auto& r : kLrScalings)
     if (rule == r.name) return r.scale(ranks);
-  throw Error("unknown --lr-scaling " +
-              rule);  // the command line checked it against lr_scaling_names()
+  // The command line checked it against lr_scaling_names().
+  throw Error("unknown --lr-scaling " + rule);
 }
 
 std::vector<std::string> lr_scaling_names() {

@@ -30,11 +30,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxBody = 64 * 1024;
-constexpr size_t kMaxHead =
-    32 * 1024;                   // a connection's memory: its request line and headers must fit
+// A connection's memory: its request line and headers must fit.
+constexpr size_t kMaxHead = 32 * 1024;
 constexpr int kMaxHeaders = 64;  // far more than a browser sends
-constexpr unsigned kRequestSeconds =
-    5;  // to send a whole request, head and body; also the longest silence
+// To send a whole request, head and body; also the longest silence.
+constexpr unsigned kRequestSeconds = 5;
 constexpr unsigned kPerAddress = 8;  // connections from one address: a browser opens up to 6
 constexpr unsigned kThreads = 4;     // threads that answer; a client still sending holds none
 const std::string kPixelsHint =
@@ -86,8 +86,8 @@ class Deadlines {
 struct App {
   Checkpoint& ckpt;
   const ServeOptions& opts;
-  std::vector<std::string>
-      names;  // Host names of this server besides the address a client connected to
+  // Host names of this server besides the address a client connected to.
+  std::vector<std::string> names;
   std::atomic<int> port;
   std::mutex model_mutex;  // forward uses the model's scratch buffers: one prediction at a time
   Deadlines deadlines;
@@ -99,8 +99,8 @@ struct Reply {
   unsigned status;
   std::string body;
   std::string type;
-  std::string timing;  // Server-Timing: browsers' developer tools and bench/serve_load.py show the
-                       // model's time
+  // Server-Timing: browsers' developer tools and bench/serve_load.py show the model's time.
+  std::string timing;
 };
 
 Reply json_reply(const nlohmann::json& j) { return {200, json_text(j)}; }
@@ -328,8 +328,8 @@ void serve(const ServeOptions& opts) {
   Checkpoint ckpt = load_checkpoint(opts.model);
   App app{ckpt, opts, host_names(opts.host), {opts.port}, {}, {}};
   MHD_Daemon* daemon = start(app, opts);
-  app.port =
-      MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT)->port;  // the one picked for --port 0
+  // The one picked for --port 0.
+  app.port = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT)->port;
   std::printf(
       "pitrain serve: %s (%zu classes) at http://%s:%d/ , training curves at /runs; Ctrl-C stops\n",
       opts.model.c_str(), ckpt.class_names.size(), url_host(opts.host).c_str(), app.port.load());

@@ -1,7 +1,9 @@
 // --sync auto: time the link and a step at start-up, then take the first schedule and wire
 // format, in order of preference, whose communication fits: per-step fp32 where the link allows
 // it (the exact data-parallel step), and only as much compression and as rare rounds as needed.
-// The constants were chosen by measurement: bench/RESULTS.md has the runs, in the pass named.
+// The constants are tuned on emulated hosts with bench/cluster.sh (time to a target) and
+// bench/sync_accuracy.sh (final accuracy): bench/RESULTS.md, "Cluster: one host against four,
+// `--sync auto`" and "Final accuracy of the rounds `--sync auto` takes".
 #include <algorithm>
 #include <functional>
 
@@ -17,53 +19,45 @@ namespace {
 constexpr double kCommShare = 0.2;
 constexpr double kOverlapShare = 1.0;
 // Rounds every 8 steps that block may keep the ranks waiting as long as RoundPace lets an
-// overlapped round (two fifths), in int4, the fewest bytes: `cnn` learnt as much as with int8
-// or with overlapped rounds every 4 (eighth pass).
+// overlapped round (two fifths), in int4, the fewest bytes: `cnn` learns as much as with int8
+// or with overlapped rounds every 4.
 constexpr int kBlockingEvery = 2 * kFreeEvery;
 constexpr double kBlockingShare = kSlowRoundWaitPastFree / 1000.0;
 // Better, where those steps hide it: the round applied 2 steps after it starts, the rank
 // training on meanwhile. Not 1 step: a round's allreduce phases move on only inside MPI calls,
-// a few a step (eleventh pass). Where 2 steps do not hide it and 4 do, applied 4 steps on:
-// `cnn` on the emulated 20 Mbit/s hosts, 13 ms rounds against 5-6 ms steps, reached 0.80 in
-// 0.84 s instead of blocking rounds' 1.02 s (thirty-first pass).
+// a few a step. Where 2 steps do not hide it and 4 do, applied 4 steps on: `cnn` on the
+// emulated 20 Mbit/s hosts reaches its target sooner than with blocking rounds.
 constexpr int kOverlapSteps = 2, kLateOverlapSteps = 4;
 // Where no round every 8 steps fits (a WLAN cell): int4 every 16, applied 8 steps on even if
-// the ranks then wait for the rest; `cnn` reached 0.80 a validation sooner than with the int8
-// rounds every 32 that would hide (eighteenth pass). That wait may cost a fifth of the time,
-// not the two fifths of a blocking round: `mlp` on the emulated 100 Mbit/s hosts, whose 15 ms
-// rounds it took against 0.8 ms steps, ran 1.7-2.0 ms a step where PowerSGD rounds that hide
-// ran 1.1 (thirty-fourth pass).
+// the ranks then wait for the rest: `cnn` reaches its target sooner than with the int8 rounds
+// every 32 that would hide. That wait may cost a fifth of the time, not the two fifths of a
+// blocking round: where int4 rounds far outlast the steps (`mlp`), PowerSGD rounds that hide
+// make faster steps.
 constexpr int kWaitingEvery = 2 * kBlockingEvery;
 constexpr double kWaitingShare = kCommShare;
 // Full-rank rounds (bf16, int8) go up to K = 32; then PowerSGD, from K = 16 (what its rounds
 // cost a rank beyond the link's time, compression and two allreduces, pays only that rarely)
-// to 128, where a WLAN cell carries `mlp`'s PowerSGD rounds behind its steps (thirteenth pass).
+// to 128, where a WLAN cell carries `mlp`'s PowerSGD rounds behind its steps.
 // First, up to K = 48, a PowerSGD round applied K/2 steps after it starts (the ranks drift
 // apart for 1.5 K steps instead of 2 K), where its K/2 steps hide it; else one applied at the
-// next round, the smallest K that hides it: `mlp` learnt less at K = 64 applied 32 on than at
-// K = 32 applied at the next round, and no more at 128 (fourteenth pass).
+// next round, the smallest K that hides it: `mlp` learns less at K = 64 applied 32 on than at
+// K = 32 applied at the next round, and no more at 128.
 constexpr int kMaxFullRankEvery = 32;
 constexpr int kMinLowRankEvery = 16, kMaxHalfDelayEvery = 48, kMaxEvery = 128;
 // Local SGD's rounds move the anchor by DiLoCo's outer Nesterov step: a small lr and high
 // momentum average the rounds' noise and still step ~1.75x their mean change. For PowerSGD
-// rounds 0.35/0.8 reached 0.78 sooner than 0.5/0.5 or the plain mean at K = 8, 16 and 128; an
-// outer lr of 1 with momentum 0.8 diverged (fourteenth pass). It pays for full-rank rounds
-// too, which had none before: with int4 rounds every 16 steps applied 8 on `mlp` reached 0.78
-// in 8 validations instead of 12 and ended 0.7 points higher, `cnn` every 8 applied 2 on ended
-// 0.7 points higher, over per-step sync (thirty-fourth pass).
+// rounds 0.35/0.8 reaches the target sooner than 0.5/0.5 or the plain mean; an outer lr of 1
+// with momentum 0.8 diverges. Full-rank rounds gain from it too: sooner to the target, and a
+// higher final accuracy.
 // Rounds from K = 24 on take 0.5/0.8 (~2.5x their mean change): the mean of models that drifted
-// apart longer moves less than their steps did. `mlp` reached 0.78 one or two validations
-// sooner at K = 24, 32 and 48 (final accuracy even), `cnn` at K = 32 ended 0.83 points under
-// per-step sync instead of 1.16; at K = 16 and 20 `mlp` ended 0.6-0.7 points lower with 0.5/0.8
-// (thirty-fourth pass).
+// apart longer moves less than their steps did. There it reaches the target sooner, and ends
+// closer to per-step sync; below K = 24 it ends lower than 0.35/0.8.
 constexpr float kRoundOuterLr = 0.35f, kFarRoundOuterLr = 0.5f, kRoundOuterMomentum = 0.8f;
 constexpr int kMinFarRoundEvery = 24;
 // Rounds more than kMaxHalfDelayEvery steps apart (always applied at the next round) leave the
-// ranks apart for 2K steps: there their own steps take 0.7 of the lr. `mlp`, rank 16, K = 128,
-// 4 ranks, with the outer step 0.5/0.8: 0.78 in 17 epochs instead of 20, and at the full budget
-// 0.8073 instead of 0.8035 (per-step sync 0.8184; medians of 6 seeds); at K = 64 and 96 as soon
-// or sooner and 0.1-0.35 points more; at K = 25 and 31 even, at K = 16 applied 8 on 2.5 epochs
-// more (twenty-third pass).
+// ranks apart for 2K steps: there their own steps take 0.7 of the lr, which takes `mlp` (PowerSGD
+// rank 16, outer step 0.5/0.8) to the target sooner and to a higher final accuracy. Closer
+// rounds gain nothing from it.
 constexpr float kLongRoundInnerLrScale = 0.7f;
 constexpr int64_t kProbeBytes = 64 * 1024;
 
@@ -71,14 +65,14 @@ struct Candidate {
   int every;  // K; 1: gradients every step
   WireType wire;
   bool overlap;
-  int overlap_steps =
-      0;  // overlapped: applied this many steps after it started; 0: at the next round
-  bool waits =
-      false;  // applied overlap_steps on even if it outlasts them: the ranks wait for the rest
+  // Overlapped: applied this many steps after it started; 0: at the next round.
+  int overlap_steps = 0;
+  // Applied overlap_steps on even if it outlasts them: the ranks wait for the rest.
+  bool waits = false;
 };
 
 // In order of preference. bf16 and int8 keep nearly all of a round and PowerSGD's low rank
-// drops much (`cnn` on WLAN at K = 8 reached 0.80 two epochs sooner in int8), so full-rank
+// drops much (`cnn` on WLAN at K = 8 reaches its target sooner in int8), so full-rank
 // rounds come first. Overlapped bf16 and int8 start at the blocking round's K: a round that 4
 // overlapped steps would hide, a blocking round every 8 affords. int4 every 16 with its 8 steps'
 // leave fits wherever bf16 or int8 every 16 would, so those are not tried. PowerSGD's K is the
@@ -123,12 +117,11 @@ double median_seconds(int reps, const std::function<void()>& call) {
 
 // The link's fixed cost: a blocking allreduce of one number, the lower quartile of 16. Not the
 // median of 5: what slows a call here is the hosts, not the link (a rank still busy from
-// start-up, or held back by its CPU quota), and it slowed most of them in two runs on the
-// emulated 100 Mbit/s hosts, which read 0.67 and 1.16 ms instead of ~0.2 and chose rounds every
-// 22 and 28 steps instead of 16 (bench/RESULTS.md, twenty-fourth pass). Not the rounds'
-// nonblocking allreduce, which takes one float on four ranks through the ring's six phases
-// (Open MPI's fallback for so few values), each waiting for any host that its CPU quota holds
-// back: 0.3-9.6 ms on the emulated hosts against 0.2-0.3 ms.
+// start-up, or held back by its CPU quota), and where it slows most calls their median
+// overstates the latency several times, and the rounds come rarer than the link needs. Not the
+// rounds' nonblocking allreduce, which takes one float on four ranks through the ring's six
+// phases (Open MPI's fallback for so few values), each waiting for any host that its CPU quota
+// holds back.
 double time_latency(Comm& comm) {
   return nth_fastest_seconds(16, 4, [&] {
     double one = 1;
@@ -137,8 +130,8 @@ double time_latency(Comm& comm) {
 }
 
 // A round's cost a byte: nonblocking allreduces of kProbeBytes, as the rounds travel. The
-// median of seven: of three it once read 6.6 ms on the emulated 100 Mbit/s hosts, where the
-// probe took 2.0-2.5 ms in other runs, and chose rounds every 36 steps instead of 16.
+// median of seven: of three, two slow calls on busy hosts can make it several times too large,
+// and the rounds rarer than the link needs.
 double time_probe(Comm& comm) {
   std::vector<float> send(kProbeBytes / sizeof(float), 1.0f), recv(send.size());
   return median_seconds(7, [&] {
@@ -151,11 +144,10 @@ double time_probe(Comm& comm) {
 // Rounds travel by the faster of the two allreduce algorithms for this link, timed as the chosen
 // round travels (its wire format, on zeros; the slowest rank's median of five), the binomial
 // tree also within kBinomialLeeway of Rabenseifner's: timed while the ranks are idle the two
-// tie in a WLAN cell (67 and 68 ms for mlp's round), but beside training, where each phase waits
-// for every rank it involves, the binomial tree's fewer messages took 4 emulated hosts in the
-// cell to the target 5 % (mlp) and 15 % (cnn) sooner; where it tied on links of their own it
-// trained as fast (bench/RESULTS.md, twenty-first pass). The choice stays set, and goes into
-// `choice` with what was timed.
+// tie in a WLAN cell, but beside training, where each phase waits for every rank it involves,
+// the binomial tree's fewer messages take 4 emulated hosts in the cell to the target sooner;
+// where it ties on links of their own it trains as fast (bench/cluster.sh). The choice stays
+// set, and goes into `choice` with the two times.
 constexpr double kBinomialLeeway = 1.1;
 void choose_round_allreduce(Comm& comm, SyncChoice& choice, int64_t n,
                             const std::vector<WireMatrix>& matrices) {
@@ -213,8 +205,8 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   choice.opts.overlap = pick.overlap;
   choice.opts.overlap_steps = pick.overlap_steps;
   // Overlapped bf16 and int8 rounds may grow to kMaxFullRankEvery during the run (cnn's final
-  // accuracy with int8 at K = 8, 16 and 32 was within 0.5 points of per-step sync); PowerSGD's K
-  // stays: with its low rank, mlp learnt less a step as K doubled. A blocking round's cost, and
+  // accuracy with int8 at K = 8, 16 and 32 stays close to per-step sync's); PowerSGD's K stays:
+  // with its low rank, mlp learns less a step as K doubles. A blocking round's cost, and
   // that of one applied 2 steps on, is what the probe measured, so their K stays too.
   const bool doubles = pick.overlap && !pick.overlap_steps && pick.wire != WireType::powersgd;
   choice.opts.max_sync_every = doubles ? kMaxFullRankEvery : 0;

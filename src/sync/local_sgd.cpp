@@ -5,17 +5,17 @@
 // triple the traffic. What a lossy round did not carry of a rank's change (error feedback's
 // residual: its low rank's rest, its rounding) stays in that rank's model, as in CHOCO-SGD
 // (Koloskova et al., 2019), and so goes with the next round: the ranks agree on what the round
-// carried and each keeps the rest of its own. Waiting aside in the wire instead, it was missing
-// from the models until a later round carried it: `mlp` with the WLAN cell's PowerSGD rounds, at
-// the magazine's budget, ended 0.8306 instead of 0.8240, per-step sync 0.8374 (medians of 12
-// seeds; bench/RESULTS.md, thirty-third pass). The first sync_warmup steps average gradients,
+// carried and each keeps the rest of its own. Waiting aside in the wire instead, it would be
+// missing from the models until a later round carried it, and `mlp` with the WLAN cell's
+// PowerSGD rounds would end less accurate (bench/sync_accuracy.sh; bench/RESULTS.md, "Final
+// accuracy of the rounds `--sync auto` takes"). The first sync_warmup steps average gradients,
 // as per-step sync does.
 // An outer optimizer (DiLoCo, Douillard et al., 2023) may move the anchor by more than the mean
 // change: Nesterov momentum over the rounds, which keeps large K accurate.
 // With max_sync_every (--sync auto) K doubles while a rank waits for the overlapped rounds: MPI
 // moves a nonblocking allreduce only inside MPI calls, a few a step, so a round that takes two
 // steps on an idle link may need more steps' worth of calls beside training. The vote takes
-// the longest wait: on the emulated hosts the ranks waited unequally. A rank that is merely
+// the longest wait: on the emulated hosts the ranks wait unequally. A rank that is merely
 // slower than the others raises K too (to no gain): hence the cap.
 #include <mpi.h>
 
@@ -26,9 +26,10 @@
 
 namespace pitrain {
 
-// K doubles after two slow rounds in a row (one alone may be a hiccup). The vote read now was
-// cast a round ago and tells of the round that finished then: after a change of K, the next
-// one still tells of a round of the old K. Rounds not timed (after an agree) count neither way.
+// K doubles after two slow rounds in a row (one alone may be a hiccup). The vote read at a round
+// is cast a round before it and tells of the round that finished then: after a change of K, the
+// next one still tells of a round of the old K. Rounds not timed (after an agree) count neither
+// way.
 bool RoundPace::update(int agreed_wait) {
   if (std::exchange(stale_vote_, false) || every_ >= max_every_ || agreed_wait == kNotTimed)
     return false;
@@ -94,14 +95,14 @@ class LocalSgd : public SyncStrategy {
 
   void agree(float* params, int64_t step) override {
     if (step < warmup_) return;
-    if (kept_at_ ==
-        step) {  // this step's blocking round left its residual in the model: back to the wire
+    // This step's blocking round left its residual in the model: back to the wire.
+    if (kept_at_ == step) {
       for (size_t i = 0; i < anchor_.size(); ++i)
         delta_[i] = params[i] - anchor_[i], params[i] = anchor_[i];
       per_step_.wire().return_residual(delta_.data());
     }
-    round(params, step, false,
-          Residual::in_wire);  // a round cut short (epoch end, checkpoint) says nothing of K
+    // A round cut short (epoch end, checkpoint) says nothing of K.
+    round(params, step, false, Residual::in_wire);
     finish_round(params, step, false, false, Residual::in_wire);
     per_step_.wire().progress();
   }
@@ -109,11 +110,9 @@ class LocalSgd : public SyncStrategy {
   // A round would leave behind what its low rank or its rounding drops, which each rank keeps
   // for the rounds after, and there are none. So the last agreement averages each rank's steps
   // since the anchor, with what the rounds left in its model and the wire's residual of a round
-  // cut short, taken whole (no outer step), in int8
-  // (mlp: 205 KB, a quarter of fp32's bytes; its rounding is small beside the weights). mlp,
-  // 4 ranks, at the full budget, seeds 0-2: PowerSGD every 128 steps 0.7884 -> 0.7998 (median),
-  // every 16 applied 8 on 0.8190 -> 0.8201; per-step sync 0.8193 (bench/RESULTS.md, seventeenth
-  // pass).
+  // cut short, taken whole (no outer step), in int8 (a quarter of fp32's bytes; its rounding is
+  // small beside the weights). It brings PowerSGD rounds' final accuracy to about per-step
+  // sync's (bench/sync_accuracy.sh).
   void agree_final(float* params, int64_t step) override {
     if (step < warmup_) return;
     finish_round(params, step, false, false, Residual::in_wire);
@@ -128,13 +127,11 @@ class LocalSgd : public SyncStrategy {
     per_step_.wire().clear_residual();
   }
 
-  // An epoch's validation waits at most for the round in flight, never for a round of its own
-  // (a `cnn` epoch of 4 emulated hosts in a 20 Mbit/s cell: 0.85 s, with that round 0.98 s).
-  // Where rounds are applied at the next round, one that started under K/4 steps ago would keep
-  // the ranks waiting for most of it: validation then takes the common model before it, and the
-  // round goes on. `mlp` in the WLAN cell (K = 128): 0.82-0.85 s to 0.78 against 0.93-0.99 s,
-  // though a validation later on 4 local ranks (19 against 18; bench/RESULTS.md, twenty-sixth
-  // pass).
+  // An epoch's validation waits at most for the round in flight, never for a round of its own,
+  // which would lengthen every epoch on a slow link. Where rounds are applied at the next round,
+  // one that started under K/4 steps ago would keep the ranks waiting for most of it: validation
+  // then takes the common model before it, and the round goes on. That takes `mlp` in the WLAN
+  // cell (K = 128) to its target sooner, though a validation later (bench/cluster.sh).
   const float* common_params(float* params, int64_t step) override {
     if (step < warmup_) return params;
     if (!young_round(step)) finish_round(params, step, false, false, Residual::in_model);

@@ -22,8 +22,8 @@ class Fp32Average : public WireAverage {
                           &req);
     return req;
   }
-  std::vector<float>
-      out_;  // (n) what this rank sends: Open MPI's libnbc reduces in place by a tree
+  // (n) what this rank sends: Open MPI's libnbc reduces in place by a tree.
+  std::vector<float> out_;
 };
 
 std::unique_ptr<WireAverage> make_fp32_average(Comm& comm, int64_t n, const WireOptions&) {

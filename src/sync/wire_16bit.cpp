@@ -50,9 +50,9 @@ uint16_t float_to_half(float f) {
 float half_to_float(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  if (exp == 0)
-    return float_of(sign) + (sign ? -1.0f : 1.0f) * float(mant) / 16777216.0f;  // subnormal
-  if (exp == 31) return float_of(sign | 0x7f800000 | (mant << 13));             // inf, NaN
+  // A subnormal half.
+  if (exp == 0) return float_of(sign) + (sign ? -1.0f : 1.0f) * float(mant) / 16777216.0f;
+  if (exp == 31) return float_of(sign | 0x7f800000 | (mant << 13));  // inf, NaN
   return float_of(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
@@ -86,8 +86,8 @@ class Average16 : public WireAverage {
       const size_t k = size_t(i);
       const float want = (values[i] + (residual_.empty() ? 0.0f : residual_[k])) * scale;
       out_[k] = narrow(want);
-      if (!residual_.empty())
-        residual_[k] = (want - widen(out_[k])) * unscale;  // in the values' units
+      // In the values' units.
+      if (!residual_.empty()) residual_[k] = (want - widen(out_[k])) * unscale;
     }
     MPI_Request req;
     comm_.start_allreduce(out_.data() + lo, in_.data() + lo, int(hi - lo), MPI_UINT16_T, sum_op_,

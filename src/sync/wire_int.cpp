@@ -56,7 +56,7 @@ struct Block8 {
 static_assert(sizeof(Block8) == 4 + 256, "no padding bytes go over the wire");
 
 // int4's scale travels as a bfloat16, rounded up so that the largest value still fits: two
-// bytes where a float took four. Its 8 bits of precision cost the largest value at most 1/128
+// bytes where a float takes four. Its 8 bits of precision cost the largest value at most 1/128
 // of itself, beside a level's 1/7 (int8's 1/127 would feel it: its scale stays a float).
 uint16_t int4_scale_for(float top) {
   const float wanted = top > 0 ? top / 7 : 1.0f;
@@ -66,17 +66,15 @@ uint16_t int4_scale_for(float top) {
 }
 
 // int4: 256 values as levels -7..7 in a prefix code of at most 112 bytes, and a bfloat16 scale
-// for each 64: 120 bytes where 4 bits a level and a float a scale took 144. Levels are mostly
-// small (mlp's PowerSGD factors: a quarter 0, a quarter +-1; 3.36 bits of entropy a level), so
-// small levels get short codes, 3.4 bits a level on average there:
-//   0: 00   +-1: 01s   +-2, 3: 10ms   +-4..7: 11mms   (in the order sent; s: the sign, m: |v| - 2
-//   or mm: |v| - 4)
+// for each 64: 120 bytes, against 144 for 4 bits a level and a float a scale. Levels are mostly
+// small (as in mlp's PowerSGD factors), so small levels get short codes (in the order sent; s:
+// the sign, m: |v| - 2 or mm: |v| - 4):
+//   0: 00   +-1: 01s   +-2, 3: 10ms   +-4..7: 11mms
 // Where the code would not fit, the 64 values whose code is longest take a coarser scale
 // (2^(1/4) at a time), until it does: what that rounding drops goes, as any, to the sender's
 // error feedback. The four scales share one budget so that a block of many large levels
 // borrows from its neighbours: with a budget for each 64 values (28 bytes), 4 ranks of mlp with
-// PowerSGD rounds every 16 steps needed 11 epochs to 0.78 instead of 10 (bench/RESULTS.md,
-// twenty-fourth pass).
+// PowerSGD rounds every 16 steps take longer to the target (bench/sync_accuracy.sh).
 struct Block4 {
   static constexpr int kScaled = int(kInt4BlockValues), kScales = 4, kValues = kScales * kScaled;
   static constexpr int kCodeBytes = 112;
@@ -143,8 +141,8 @@ struct Block4 {
   // values[0, count) -> this block (the rest of it zero); decoded (if given): what it carries.
   void encode(const float* values, int count, float* decoded) {
     if (!all_finite(values, count)) return encode_not_a_number(count, decoded);
-    float padded[kValues] =
-        {};  // values, then zeros: every 64 is whole and the loops over it vectorise
+    // Values, then zeros: every 64 is whole and the loops over it vectorise.
+    float padded[kValues] = {};
     std::copy(values, values + count, padded);
     int level[kValues], bits[kScales], total = 0;
     auto round = [&](int j) {  // the j-th 64 values at scale[j]: their levels and code's bits
@@ -281,9 +279,8 @@ class AverageBlocks : public WireAverage {
       throw Error("wire: ranges [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of " +
                   std::to_string(n_) + " values need more blocks than ranges of at least " +
                   std::to_string(B::kValues) + " values would");
-    float* residual = residual_.empty()
-                          ? nullptr
-                          : &residual_[size_t(lo)];  // carried in, and what rounding drops
+    // Carried in, and what rounding drops.
+    float* residual = residual_.empty() ? nullptr : &residual_[size_t(lo)];
     next_block_ +=
         quantize_all(values + lo, scale, residual, hi - lo, &out_[size_t(first)], residual);
     ranges_.push_back({lo, hi, first});

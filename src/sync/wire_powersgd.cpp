@@ -10,11 +10,8 @@
 // too small to gain (biases, a kernel whose factors are not under half its size) go as they are
 // beside P. Everything travels in int4 blocks (BlockSum: a scale each 64 values), each factor
 // column from blocks of its own, so that the weak directions keep their own scale: at about the
-// bytes of rank 8 in int8 (mlp: 12 against 13 KB), rank 16 in int4 needed 18-20 epochs to 0.78
-// on 4 ranks with rounds every 128 steps against 22-24, 9-11 against 9-12 every 16 (rank 16 in
-// int8: 18-20 every 128; bench/RESULTS.md, twenty-second pass). Before the columns had blocks
-// of their own, int4 factors lost 4 epochs to int8 (thirteenth pass). Two allreduces a round,
-// whatever the model's depth.
+// bytes of rank 8 in int8, rank 16 in int4 reaches the target sooner, and as soon as rank 16 in
+// int8 (bench/sync_accuracy.sh). Two allreduces a round, whatever the model's depth.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -47,8 +44,8 @@ struct Layout {
 };
 
 // A weight is worth compressing when its factors (in whole blocks) are under half of it. mlp's
-// 256x15 kernel goes whole: compressed at rank 6, 4 ranks needed 20-22 epochs to 0.78 instead
-// of 17-20 with rounds every 64 steps (bench/RESULTS.md, thirteenth pass).
+// 256x15 kernel goes whole: compressed at rank 6, it takes 4 ranks longer to the target
+// (bench/sync_accuracy.sh).
 Layout layout_of(int64_t n, const WireOptions& opts) {
   Layout out{opts.low_rank, {}, {}, 0, 0, 0, 0};
   int64_t at = 0;
@@ -120,8 +117,8 @@ class PowerSgdAverage : public WireAverage {
  private:
   // Phase 1: P = M Q for every compressed weight, and the rest as it is. The residual takes
   // the values sent (values + residual: the round's M) until receive() leaves in it what they
-  // had beyond P Q^T, and the rest's rounding here: one (n) buffer fewer, which four emulated
-  // hosts that share the machine's L3 felt (bench/RESULTS.md, thirty-seventh pass).
+  // had beyond P Q^T, and the rest's rounding here: one (n) buffer fewer, which counts where
+  // hosts share one L3 cache.
   MPI_Request send(const float* values, float scale, int64_t lo, int64_t hi) override {
     if (lo != 0 || hi != n_)
       throw Error("PowerSGD averages the whole vector at once: got [" + std::to_string(lo) + ", " +
@@ -193,8 +190,8 @@ class PowerSgdAverage : public WireAverage {
     const float* p = p_.data();
     float* q = q_.data();
     for (const WireMatrix& m : layout_.matrices) {
-      // This rank's own Q as sent: its residual is what P P^T leaves of its own values (until
-      // now the residual holds the values sent).
+      // This rank's own Q as sent: its residual is what P P^T leaves of its own values (up to
+      // here the residual holds the values sent).
       from_columns(own_wire, m.cols, r, layout_.whole_blocks(m.cols), q);
       gemm_add(false, true, int(m.rows), int(m.cols), r, -1.0f / scale_, p, q,
                &residual_[size_t(m.offset)]);

@@ -26,8 +26,8 @@ bool claim(std::atomic<uint64_t>& claimed, uint64_t batch) {
 void ThreadedModel::add_backup_scratch(int count) {
   const int threads = pool_.size();
   if (count <= backup_shares_) return;
-  if (backup_shares_ > 0)
-    pool_.withdraw_posted();  // the buffers below move under workers of an earlier batch
+  // The buffers below move under workers of an earlier batch.
+  if (backup_shares_ > 0) pool_.withdraw_posted();
   backup_shares_ = count;
   slots_.resize(size_t(threads));
   reading_ = std::make_unique<std::atomic<int>[]>(size_t(threads));
@@ -72,8 +72,8 @@ LossStats ThreadedModel::forward_backward_crowded(const float* x, const int32_t*
   } close{*this};
   bool prepared = false;
   for (int s = 0; s < count; ++s) {
-    if (!claim(share_claimed_[s],
-               batch)) {  // a worker's: its result if done, else this thread's own
+    // A worker's: its result if done, else this thread's own.
+    if (!claim(share_claimed_[s], batch)) {
       const uint64_t done = share_done_[s];
       if (done >> kLowBits == batch) {
         const Backup& b = backup(int(done & kLowMask), s);
@@ -101,8 +101,8 @@ void ThreadedModel::worker_backups(int worker) {
   if (open == 0) return;
   const int slot_index = int(open & kLowMask);
   reading_[worker] = slot_index;
-  if (open_batch_ ==
-      open) {  // still open: the calling thread will not write the slot until we let go of it
+  // Still open: the calling thread will not write the slot until we let go of it.
+  if (open_batch_ == open) {
     const Slot& slot = slots_[size_t(slot_index)];
     Model& scratch = of_thread(worker);
     scratch.read_params(slots_[size_t(slot_index)].params.data());

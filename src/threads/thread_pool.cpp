@@ -19,12 +19,12 @@ bool spin_until(int micros, Done done) {
   return true;
 }
 
-// Whether the calling thread, over the last window, waited for a core (ready to run) more than
-// an eighth of the time it ran: from the kernel's scheduler statistics, nanoseconds on a core
-// and waiting for one (/proc/thread-self/schedstat). Where the kernel keeps none (no file, or
-// zeros though the thread ran jobs): crowded. The first read, at the end of the thread's first
-// job, only sets the counts: from the thread's start they said it waited 3.7 ms for a core and
-// ran 0.06 ms while the process started, on free cores. The first window after it is short
+// Whether the calling thread, over the last window, waited for a core (ready to run) more than an
+// eighth of the time it ran: from the kernel's scheduler statistics, nanoseconds on a core and
+// waiting for one (/proc/thread-self/schedstat). Where the kernel keeps none (no file, or zeros
+// though the thread ran jobs): crowded. The first read, at the end of the thread's first job, only
+// sets the counts: from the thread's start they would count the process's start-up, when a thread
+// waits for a core far longer than it runs, even on free cores. The first window after it is short
 // (the pool counts the cores free until then), the later ones long enough to smooth them.
 class CrowdingMeter {
  public:
@@ -132,8 +132,8 @@ void ThreadPool::work(int self) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (--active_ == 0) done_.notify_one();
     }
-    if (measures_crowding && measured_)
-      meter.update(crowded_);  // after the job: its caller does not wait for it
+    // After the job: its caller does not wait for it.
+    if (measures_crowding && measured_) meter.update(crowded_);
   }
 }
 

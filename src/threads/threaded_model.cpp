@@ -22,8 +22,8 @@ void add(const float* from, float* to, int64_t lo, int64_t hi) {
 // dst = a + b, or a where b is null. By x86's streaming stores where the build has them: they
 // write whole lines to memory without first taking them back from the cores that read the last
 // copy, and leave none behind in the writer's cache, so that the reader's next writes there
-// take no line back from the writer either. For the copy of the weights std::copy was as fast
-// in fast minutes, slower in slow ones (forty-eighth pass); for the chains' sums, threads.h.
+// take no line back from the writer either. For the copy of the weights std::copy is as fast
+// on a calm VM and slower on a busy one (bench/compute.sh); for the chains' sums, threads.h.
 void ThreadedModel::write_for_another_core(const float* a, const float* b, float* dst, int64_t n) {
   auto at = [&](int64_t i) { return b ? a[i] + b[i] : a[i]; };
 #if defined(__SSE__)
@@ -57,8 +57,8 @@ ThreadedModel::~ThreadedModel() { pool_.withdraw_posted(); }
 int ThreadedModel::shares(int n) const {
   const int for_threads = pool_.size() > 1 ? 2 * pool_.size() : 1;
   const int for_cache = int(std::ceil(double(n) * bytes_per_row_ / double(kShareBytes)));
-  const int most =
-      std::min(int(double(n) * flops_per_row_per_param_ / kMinFlopsPerParam), n);  // no empty share
+  // No empty share.
+  const int most = std::min(int(double(n) * flops_per_row_per_param_ / kMinFlopsPerParam), n);
   return std::clamp(std::max(for_threads, for_cache), 1, std::max(most, 1));
 }
 
@@ -74,8 +74,8 @@ void ThreadedModel::reserve(int batch) {
   add_scratch(count);
   const int threads = count > 1 ? pool_.size() : 1;
   for (int t = 0; t < threads; ++t) of_thread(t).reserve((batch + count - 1) / count);
-  if (count > 1 && pool_.size() > 1)
-    add_backup_scratch(count);  // here, where a lack of memory shows at the start
+  // Here, where a lack of memory shows at the start.
+  if (count > 1 && pool_.size() > 1) add_backup_scratch(count);
   add_chain_sums(batch);
 }
 
@@ -108,13 +108,13 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
     for (int s = chain; s < count; s += chain_count) {
       const bool prepared = prepared_batch_[size_t(t)] == batches_;
       prepared_batch_[size_t(t)] = batches_;
-      if (!prepared && t != 0)
-        of_thread(t).read_params(workers_read);  // each thread binds its own scratch
+      // Each thread binds its own scratch.
+      if (!prepared && t != 0) of_thread(t).read_params(workers_read);
       share(of_thread(t), s, chain, first(s), first(s + 1) - first(s), prepared);
     }
   };
-  if (pool_.crowded()) {  // inference, or training that found the cores free just before: no worker
-                          // to wait for
+  // Inference, or training that found the cores free just before: no worker to wait for.
+  if (pool_.crowded()) {
     for (int chain = 0; chain < chain_count; ++chain) chain_job(chain, 0);
   } else {
     if (copy)
@@ -176,8 +176,8 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     ~OwnGrads() { m.bind_grads(m.grads().data()); }
   } own_grads{model_};
   const int chain_count = chains(n);
-  const bool sum_alone =
-      workers_copy_weights(n);  // as the calling thread updates alone (pool_for_update)
+  // As the calling thread updates alone (pool_for_update).
+  const bool sum_alone = workers_copy_weights(n);
   add_chain_sums(n);
   for_each_share(n, [&](Model& scratch, int s, int chain, int, int, bool prepared) {
     scratch.bind_grads(grads_of_share(s));

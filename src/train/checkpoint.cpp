@@ -107,11 +107,11 @@ Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_
     throw Error(f.path() + ": attribute class_names: " + problem + "; the checkpoint is damaged");
   const std::string spec = f.attr_string("model_spec");
   const int classes = int(class_names.size());
-  auto not_this_file =
-      [&](const Error& e) {  // its words are about a --model flag: say it is this file's
-        return Error(f.path() + ": its model_spec does not fit its " + std::to_string(classes) +
-                     " class_names (" + e.what() + "); the checkpoint is damaged or was edited");
-      };
+  // Its words are about a --model flag: say it is this file's.
+  auto not_this_file = [&](const Error& e) {
+    return Error(f.path() + ": its model_spec does not fit its " + std::to_string(classes) +
+                 " class_names (" + e.what() + "); the checkpoint is damaged or was edited");
+  };
   std::vector<std::unique_ptr<Layer>> layers;
   try {
     layers = make_layers(spec, kInputShape, classes);
@@ -155,8 +155,8 @@ void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt
                      const RunState& state, const std::vector<std::string>& class_names) {
   const std::string tmp = temp_path_beside(path);
   {
-    auto f = h5::File::create(
-        tmp, true);  // exclusive: a name in use fails here, and is not ours to remove
+    // Exclusive: a name in use fails here, and is not ours to remove.
+    auto f = h5::File::create(tmp, true);
     try {
       write_contents(f, model, opt, state, class_names);
     } catch (...) {
@@ -196,8 +196,8 @@ Checkpoint load_checkpoint(const std::string& path, int batch) {
   // Every optimizer state buffer is one float a parameter: check before reading what the file
   // declares.
   const hsize_t n = hsize_t(c.model.num_params());
-  for (const auto& name :
-       f.members("/optimizer_weights")) {  // the optimizer's own names (Optimizer::state)
+  // The optimizer's own names (Optimizer::state).
+  for (const auto& name : f.members("/optimizer_weights")) {
     const std::string ds = "/optimizer_weights/" + name;
     if (f.shape(ds) != std::vector<hsize_t>{n})
       throw Error(path + ": " + ds + " does not have the shape (" + std::to_string(n) +

@@ -20,8 +20,8 @@ void CheckpointWriter::save(const std::string& path, const Model& model, Optimiz
   model_.params() = model.params();
   auto from = opt.state();
   auto to = opt_->state();
-  for (size_t i = 0; i < from.size(); ++i)
-    *to[i].second = *from[i].second;  // the same optimizer: the same names
+  // The same optimizer: the same names.
+  for (size_t i = 0; i < from.size(); ++i) *to[i].second = *from[i].second;
   opt_->iterations = opt.iterations;
   thread_ = std::thread([this, path, state] {
     try {

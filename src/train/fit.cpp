@@ -35,8 +35,8 @@ struct Run {
 
 // Rank 0's outputs that are folders or inputs fail before anything is written or trained.
 void check_outputs(const TrainOptions& o) {
-  check_output("--checkpoint", o.checkpoint,
-               {{"--data", o.data}});  // may be --resume: continue in place
+  // May be --resume: continue in place.
+  check_output("--checkpoint", o.checkpoint, {{"--data", o.data}});
   check_output("--log", o.log_csv,
                {{"--data", o.data}, {"--resume", o.resume}, {"--checkpoint", o.checkpoint}});
   check_output("--progress-file", o.progress_file,
@@ -85,10 +85,10 @@ Run start_run(const TrainOptions& o, Comm& comm) {
     check_model_fits_memory(model->layers(), o.batch_size,
                             "--batch-size " + std::to_string(o.batch_size) + " with this model",
                             "use a smaller --batch-size");
-    check_fits_memory(
-        "--steps-per-epoch " + std::to_string(o.steps_per_epoch),  // the epoch's order of rows
-        double(o.steps_per_epoch) * double(o.batch_size) * sizeof(int64_t),
-        "use fewer steps an epoch");
+    // The epoch's order of rows.
+    check_fits_memory("--steps-per-epoch " + std::to_string(o.steps_per_epoch),
+                      double(o.steps_per_epoch) * double(o.batch_size) * sizeof(int64_t),
+                      "use fewer steps an epoch");
   });
   auto opt = make_optimizer(o.optimizer, model->num_params(), o.momentum);
   RunState state{0, 0, 0, o.seed};
@@ -119,13 +119,14 @@ void check_finite(const Model& model, const StepResult& r, int64_t step, int epo
                   const std::string& checkpoint, int rank) {
   if (r.grads_finite && std::isfinite(r.stats.loss_sum)) return;
   const std::string layer = r.grads_finite ? "" : first_non_finite_layer(model);
+  // The checkpoint is named only if it was written.
   const std::string msg =
       "step " + std::to_string(step + 1) + " (epoch " + std::to_string(epoch) + "): " +
       (layer.empty() ? std::string("the loss is not finite")
                      : "the gradients of " + layer + " (the first such layer) hold NaN or Inf") +
       "; lower --lr or check the data" +
       (std::ifstream(checkpoint).good() ? "; " + checkpoint + " still holds the last good state"
-                                        : "");  // if it was written
+                                        : "");
   if (r.grads_shared && !layer.empty()) throw JointError(rank == 0 ? msg : "");
   throw Error(msg);
 }
@@ -169,10 +170,9 @@ class EpochMeter {
 // the optimizer's update (on copies of the weights and a fresh optimizer, which the run does not
 // see), after one to warm up. What --sync auto weighs the link against. The median of five
 // windows, each the mean over at least 20 ms (a CPU quota, as on the emulated hosts, lets a
-// short burst run at full speed: two of their 10 ms periods): one window over 50 ms once read
-// 3.9 ms for mlp's 0.3 ms step on an emulated host whose start-up was still busy, and the run
-// chose full-rank rounds that took it 7 s to 0.78 instead of 0.9 (bench/RESULTS.md,
-// twenty-fourth pass).
+// short burst run at full speed: two of their 10 ms periods). One long window may read a step
+// many times too long on an emulated host still busy from start-up, and the run would then take
+// full-rank rounds that reach the target far later (bench/cluster.sh).
 double time_step(ThreadedModel& threaded, const Split& train, const TrainOptions& o) {
   Model& model = threaded.model();
   BatchLoader loader(train, o.batch_size);

@@ -125,12 +125,13 @@ void StallWatchdog::watch() {
   }
 }
 
-// Each stalled rank that is waiting in MPI sends its step to rank 0; rank 0 collects for 2 s
-// and names the ranks that sent nothing (dead, stopped or cut off) or were computing. The
-// others stay a second longer: mpirun ends every rank once one exits, which would cut rank 0's
-// report short. The job ends well before `pitrain elastic` would end it (stall timeout + 5 s).
+// Each stalled rank that is waiting in MPI sends its step to rank 0; rank 0 collects for a
+// window of half the stall timeout (2 to 4 s) and names the ranks that sent nothing (dead, stopped
+// or cut off) or were computing. The others stay a second longer: mpirun ends every rank once one
+// exits, which would cut rank 0's report short. The job ends well before `pitrain elastic` would
+// end it (stall timeout + 5 s).
 void StallWatchdog::report_to_rank0(int64_t step) {
-  const double deadline = seconds_now() + 2;
+  const double deadline = seconds_now() + std::clamp(timeout_ / 2, 2.0, 4.0);
   int64_t mine[2] = {step, comm_.in_mpi() ? 1 : 0};
   if (comm_.rank() != 0) {
     MPI_Request request;

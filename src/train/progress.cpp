@@ -207,8 +207,8 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       {"epochs", last_.epoch},
       {"model", run_.model_spec},
       {"optimizer", opts_.optimizer},
-      {"lr",
-       std::stod(format_number("%.6g", opts_.lr))},  // as given, not float's 0.0010000000474974513
+      // As given, not float's 0.0010000000474974513.
+      {"lr", std::stod(format_number("%.6g", opts_.lr))},
       {"gemm", gemm_backend()},
       {"sync", opts_.sync_auto ? "auto" : "manual"},
       {"sync_every", run_.sync.opts.sync_every},
