@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace pitrain::h5 {
@@ -27,27 +28,21 @@ class Handle {
   Closer close_ = nullptr;
 };
 
+// The HDF5 type of T in memory: one table for every element type the files hold.
 template <class T>
-hid_t native_type();
-template <>
-inline hid_t native_type<uint8_t>() {
-  return H5T_NATIVE_UINT8;
-}
-template <>
-inline hid_t native_type<int32_t>() {
-  return H5T_NATIVE_INT32;
-}
-template <>
-inline hid_t native_type<int64_t>() {
-  return H5T_NATIVE_INT64;
-}
-template <>
-inline hid_t native_type<float>() {
-  return H5T_NATIVE_FLOAT;
-}
-template <>
-inline hid_t native_type<double>() {
-  return H5T_NATIVE_DOUBLE;
+hid_t native_type() {
+  if constexpr (std::is_same_v<T, uint8_t>)
+    return H5T_NATIVE_UINT8;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return H5T_NATIVE_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return H5T_NATIVE_INT64;
+  else if constexpr (std::is_same_v<T, float>)
+    return H5T_NATIVE_FLOAT;
+  else if constexpr (std::is_same_v<T, double>)
+    return H5T_NATIVE_DOUBLE;
+  else
+    static_assert(sizeof(T) == 0, "no HDF5 type for this element type");
 }
 
 // "(2,27,28)", "(3,)": a shape as Python prints it, for messages.
