@@ -313,12 +313,14 @@ class Supervisor {
   }
 
   // The hosts of the ranks that rank 0's stall report names (DIR/progress.stalled), placed as
-  // mpirun placed this launch's ranks; never rank 0's host, which holds the checkpoint.
+  // mpirun placed this launch's ranks; never rank 0's host, which holds the checkpoint. A report
+  // that names rank 0 blames no host: rank 0 was not waiting in MPI, so the others may have
+  // waited for it, not it for them.
   std::vector<Host> missing_hosts() const {
     std::ifstream report(dir_ + "/progress.stalled");
     std::vector<int> ranks;
     for (int rank; report >> rank;) ranks.push_back(rank);
-    if (ranks.empty()) return {};
+    if (ranks.empty() || std::count(ranks.begin(), ranks.end(), 0) > 0) return {};
     const auto placed = rank_hosts(active_, o_.mpirun_args);
     if (placed.empty()) {
       say("the hosts of the ranks that had not arrived are not known with these --mpirun-args "
