@@ -3,7 +3,8 @@
 # undisturbed run; a host whose link goes down mid-run and comes back (the run goes on on 3,
 # then takes it back); a host that loses power (its processes SIGKILLed, its link down); two
 # hosts lost with --min-hosts 3 (a clear message, non-zero exit, the checkpoint intact); Ctrl-C;
-# a host that answers while its MPI link is down (left out of the next launch).
+# a host that answers while its MPI link is down, mid-run and from the first launch (left out of
+# the next launch).
 # Needs root, network namespaces and a cgroup-v1 cpu controller; skipped (77) without them.
 set -u
 root=${PITRAIN_SOURCE:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -44,6 +45,14 @@ wait_first_epoch() {
 }
 ns() { echo "$PITRAIN_CLUSTER-h$1"; }
 addr() { echo "$net.$((10 + $1))"; }
+# blackhole N: what host N sends to the other hosts goes to hardware addresses no one has (its MPI
+# link is down), while its remote shell, which needs no network here, still answers.
+blackhole() {
+  for i in 1 2 3 4; do
+    [ "$i" -eq "$1" ] || ip -n "$(ns "$1")" neigh replace "$(addr $i)" lladdr "02:00:00:00:00:0$i" dev eth0 nud permanent
+  done
+}
+unblackhole() { for i in 1 2 3 4; do [ "$i" -eq "$1" ] || ip -n "$(ns "$1")" neigh del "$(addr $i)" dev eth0; done; }
 # steps_lost NAME: the most steps any restart of the run lost.
 steps_lost() { grep -o "[0-9]* steps lost" "$work/$1.out" | cut -d' ' -f1 | sort -n | tail -n 1; }
 # check_run NAME WHAT: completed (exit 0), at most one checkpoint interval lost, accuracy within 1 point.
@@ -154,10 +163,10 @@ epochs=4
 elastic arrive &
 job=$!
 wait_first_epoch arrive
-for i in 1 2 4; do ip -n "$(ns 3)" neigh replace "$(addr $i)" lladdr 02:00:00:00:00:0$i dev eth0 nud permanent; done
+blackhole 3
 wait $job
 rc=$?
-for i in 1 2 4; do ip -n "$(ns 3)" neigh del "$(addr $i)" dev eth0; done
+unblackhole 3
 if [ $rc -eq 0 ] && grep -q "ranks that had not arrived: 2 " "$work/arrive.out" &&
   grep -q "lost no host (all answer); leaving out $(addr 3) (answers, but its rank did not arrive; .*resuming on 3 ranks" "$work/arrive.out" &&
   grep -q "restart 1/[0-9]*: .*leaving out $(addr 3) " "$work/arrive.out" && grep -qE "^pitrain: 3 ranks .* resumed after step [0-9]+$" "$work/arrive.out"; then
@@ -165,6 +174,22 @@ if [ $rc -eq 0 ] && grep -q "ranks that had not arrived: 2 " "$work/arrive.out" 
 else
   fail "MPI link down, host answering: exit $rc; host 3 left out after one restart expected"
   cat "$work/arrive.out"
+fi
+# 7. The same from the first launch: host 3's MPI link is down before any rank starts. The ranks
+# stall in their first collective, where the watchdog already runs: rank 0's report names rank
+# 2, and elastic starts the run again on the other 3 hosts (after a launch or two that stall
+# in MPI's own start-up, as in case 2, where no report names a rank).
+blackhole 3
+elastic first
+rc=$?
+unblackhole 3
+if [ $rc -eq 0 ] && grep -q "start-up (data loading, weight broadcast) stalled; ranks that had not arrived: 2 " "$work/first.out" &&
+  grep -q "restart [0-9]*/[0-9]*: .*lost no host (all answer); leaving out $(addr 3) (answers, but its rank did not arrive; .*resuming on 3 ranks" "$work/first.out" &&
+  grep -qE "^pitrain: 3 ranks " "$work/first.out"; then
+  ok "MPI link down from the start: $(grep -o 'restart [0-9]/3: .*leaving out.*' "$work/first.out")"
+else
+  fail "MPI link down from the start: exit $rc; host 3 left out of the second launch expected"
+  cat "$work/first.out"
 fi
 echo "elastic tests: $failures failure(s)"
 [ $failures -eq 0 ]

@@ -11,9 +11,14 @@
 
 namespace pitrain {
 
+// Tags of the only point-to-point messages on a Comm's communicator (MPI keeps them apart from
+// its collectives).
+constexpr int kConnectTag = 7;      // connect_all
+constexpr int kStallReportTag = 8;  // the stall watchdog's reports to rank 0
+
 class Comm {
  public:
-  explicit Comm(MPI_Comm comm = MPI_COMM_WORLD);  // MPI must be initialised; collective
+  explicit Comm(MPI_Comm comm = MPI_COMM_WORLD);  // MPI must be initialised; local
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
@@ -57,7 +62,9 @@ class Comm {
   // each rank sees its first complete, and an epoch's blocking reductions may come between on
   // one rank and not on another; MPI matches a communicator's collectives in the order each
   // rank calls them, whether blocking or not, so the two kinds must not share one.
-  MPI_Comm blocking_;
+  // MPI_COMM_NULL until the first blocking call.
+  MPI_Comm blocking_ = MPI_COMM_NULL;
+  MPI_Comm blocking();
   std::atomic<bool> in_mpi_{false};
   int rank_ = 0, size_ = 1;
   double mpi_seconds_ = 0;

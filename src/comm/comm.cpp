@@ -32,27 +32,35 @@ class Comm::InMpi {
   double t0_;
 };
 
-Comm::Comm(MPI_Comm comm) : comm_(comm), blocking_(comm) {
+Comm::Comm(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
-  if (size_ > 1) MPI_Comm_dup(comm_, &blocking_);
+  if (size_ == 1) blocking_ = comm_;
 }
 
 Comm::~Comm() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (blocking_ != comm_ && !finalized) MPI_Comm_free(&blocking_);
+  if (blocking_ != MPI_COMM_NULL && blocking_ != comm_ && !finalized) MPI_Comm_free(&blocking_);
+}
+
+// Made at the first blocking call, under its InMpi: a rank that cannot reach the others then
+// stalls where the watchdog sees it, not in the constructor before any watchdog runs.
+MPI_Comm Comm::blocking() {
+  if (blocking_ == MPI_COMM_NULL) MPI_Comm_dup(comm_, &blocking_);
+  return blocking_;
 }
 
 void Comm::broadcast(float* data, int64_t n, int root) {
   InMpi timed(*this);
-  in_chunks(
-      n, [&](int64_t off, int count) { MPI_Bcast(data + off, count, MPI_FLOAT, root, blocking_); });
+  in_chunks(n, [&](int64_t off, int count) {
+    MPI_Bcast(data + off, count, MPI_FLOAT, root, blocking());
+  });
 }
 
 void Comm::broadcast(uint64_t* data, int n, int root) {
   InMpi timed(*this);
-  MPI_Bcast(data, n, MPI_UINT64_T, root, blocking_);
+  MPI_Bcast(data, n, MPI_UINT64_T, root, blocking());
 }
 
 void Comm::broadcast(std::string& text, int root) {
@@ -60,14 +68,14 @@ void Comm::broadcast(std::string& text, int root) {
   broadcast(&size, 1, root);
   text.resize(size_t(size));
   InMpi timed(*this);
-  MPI_Bcast(text.data(), int(size), MPI_CHAR, root, blocking_);
+  MPI_Bcast(text.data(), int(size), MPI_CHAR, root, blocking());
 }
 
 void Comm::allreduce_sum(double* data, int64_t n) {
   if (size_ == 1) return;
   InMpi timed(*this);
   in_chunks(n, [&](int64_t off, int count) {
-    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, blocking_);
+    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, blocking());
   });
   bytes_sent_ += n * int64_t(sizeof(double));
   ++collectives_;
@@ -107,7 +115,6 @@ void Comm::wait(MPI_Request& request) {
 }
 
 void Comm::connect_all() {
-  constexpr int kConnectTag = 7;  // nothing else sends point to point on this communicator
   if (size_ == 1) return;
   InMpi timed(*this);
   const char out = 0;
@@ -124,8 +131,9 @@ void Comm::connect_all() {
 }
 
 int Comm::first_failed(bool ok) {
+  InMpi timed(*this);
   int v = ok ? size_ : rank_;
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, blocking_);
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, blocking());
   return v;
 }
 

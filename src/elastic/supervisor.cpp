@@ -263,6 +263,7 @@ class Supervisor {
   // elastic's exit code when it gives up, else -1.
   int after_failure(const Outcome& r, int64_t saved, int& restarts) {
     failed_at_ = r.reached >= 0 ? r.last_step_at : seconds_now();
+    failed_mid_run_ = r.reached >= 0;
     auto missing = missing_hosts();  // of this launch's ranks, so before active_ changes
     // A start-up that failed unnamed blames the hosts on trial (taken back after a hold): a rank
     // that cannot reach the others stalls MPI's own start-up, before any watchdog runs.
@@ -439,7 +440,8 @@ class Supervisor {
         if (r.reached < 0 && failed_at_ > 0)
           say("training again on " + std::to_string(ranks_of(active_)) + " ranks at step " +
               std::to_string(step) + ", " + std::to_string(int(t - failed_at_ + 0.5)) +
-              " s after the last step before the failure");
+              " s after " +
+              (failed_mid_run_ ? "the last step before the failure" : "the failed start-up"));
         if (r.reached < 0) {
           failed_at_ = 0;
           // Its ranks arrived: no longer on hold.
@@ -496,7 +498,8 @@ class Supervisor {
   };
   std::map<std::string, Hold> held_;  // hosts whose ranks did not arrive, by name
   double deadline_;
-  double failed_at_ = 0;  // when the last failure's last step was seen (0: none pending)
+  double failed_at_ = 0;         // when the last failure's last step was seen (0: none pending)
+  bool failed_mid_run_ = false;  // the last failure came after a step (else in start-up)
 };
 
 }  // namespace
