@@ -31,7 +31,7 @@
 #   --no-peer         skip the PyTorch peer
 #   --hostfile FILE   real cluster: no emulation; runs 1 host (the first) and all of them
 #   --mpirun-args S   extra mpirun arguments (e.g. --tune mpi_hostfiles/slow-links.conf)
-#   --train-args S    extra `pitrain train` arguments (e.g. --sync auto, or --sync-every 8 --grad-dtype fp16)
+#   --train-args S    extra `pitrain train` arguments (e.g. --sync auto, or --sync local-sgd --sync-every 8 --grad-dtype fp16)
 #   --peer-args S     extra arguments of the peer (e.g. --powersgd 4; its hooks act on 2+ hosts only)
 #   --out DIR         results folder (default bench/results-cluster)
 #   --smoke           2 hosts, one profile, a few steps: checks that everything runs

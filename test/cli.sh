@@ -90,7 +90,7 @@ grep -qE "^Epoch 1/1  5/5 \[=+\] - [0-9]+s [0-9]+ms/step - loss: .* - val_accura
 # 16-bit gradients halve the bytes; local SGD every 4 steps sends a quarter of them, and at the
 # end what the rounds left out (int8: a byte a value and a 4-byte scale a block of 256, once).
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 8 --threads 1 --json \
-  --grad-dtype bf16 --error-feedback --sync-every 4 | tail -n 1 | python3 -c '
+  --grad-dtype bf16 --error-feedback --sync local-sgd --sync-every 4 | tail -n 1 | python3 -c '
 import json, sys
 j = json.loads(sys.stdin.read())
 final = (201988 + 255) // 256 * 260 // 8
@@ -194,10 +194,13 @@ expect_error "--epochs must be a positive integer" mpi -np 2 "$PITRAIN" train --
 expect_error "--lr must be a positive number" "$PITRAIN" train --data "$work/d.h5" --lr 0
 expect_error "--optimizer rmsprop: use adam or sgd" "$PITRAIN" train --data "$work/d.h5" --optimizer rmsprop
 expect_error "--grad-dtype fp8: use fp32, fp16, bf16, int8, int4 or powersgd" "$PITRAIN" train --data "$work/d.h5" --grad-dtype fp8
-expect_error "--sync auto chooses --sync-every itself: leave it out, or use --sync manual" "$PITRAIN" train --data "$work/d.h5" --sync auto --sync-every 8
+expect_error "--sync auto chooses --sync-every itself: leave it out, or name a strategy with --sync" "$PITRAIN" train --data "$work/d.h5" --sync auto --sync-every 8
+expect_error "--sync every-step: use auto, per-step or local-sgd" "$PITRAIN" train --data "$work/d.h5" --sync every-step
+expect_error "--sync-every is local SGD's: add --sync local-sgd" "$PITRAIN" train --data "$work/d.h5" --sync-every 8
 expect_error "--outer-momentum must be in [0, 1)" "$PITRAIN" train --data "$work/d.h5" --outer-momentum 1
-expect_error "--overlap-steps applies to local SGD's overlapped rounds: add --overlap and --sync-every K (K > 1)" "$PITRAIN" train --data "$work/d.h5" --overlap-steps 2
-expect_error "--sync-every must be a positive number" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --sync-every 0
+expect_error "--overlap-steps is local SGD's: add --sync local-sgd" "$PITRAIN" train --data "$work/d.h5" --overlap-steps 2
+expect_error "--overlap-steps applies to overlapped rounds: add --overlap" "$PITRAIN" train --data "$work/d.h5" --sync local-sgd --overlap-steps 2
+expect_error "--sync-every must be a positive number" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --sync local-sgd --sync-every 0
 expect_error "unknown layer or model 'resnet'" mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model resnet
 expect_error "started as 1 rank(s), but --expect-ranks 4" "$PITRAIN" train --data "$work/d.h5" --expect-ranks 4
 expect_error "bogus" "$PITRAIN" train --bogus

@@ -38,7 +38,7 @@ latency_us=0
 # A rare launch on the emulated hosts never reaches training: the median row needs one of the
 # two runs, and a stalled run's log is shown.
 BUILD=$(dirname "$PITRAIN") timeout 300 bash "$here/bench/cluster.sh" --smoke --repeat 2 --max-seconds 60 --out "$out" \
-  --latency 1 --train-args "--sync-every 4 --overlap --grad-dtype bf16 --error-feedback --lr-scaling linear"
+  --latency 1 --train-args "--sync local-sgd --sync-every 4 --overlap --grad-dtype bf16 --error-feedback --lr-scaling linear"
 cat "$out/cluster.md"
 for log in "$out"/logs/pitrain-mlp-ethernet-2-*.log; do
   grep -q "Epoch 2/2" "$log" || { echo "== $log (did not finish)"; cat "$log"; }

@@ -195,7 +195,7 @@ done
 # 6. Saves by the clock go on with local SGD, whose ranks vote only at a round: the checkpoint
 # is replaced again and again (once, the first clock vote between two rounds was dropped and
 # never asked again).
-mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 1 --steps-per-epoch 3000 --sync-every 4 --checkpoint "$work/clock.h5" \
+mpi -np 2 "$PITRAIN" "${train[@]}" --epochs 1 --steps-per-epoch 3000 --sync local-sgd --sync-every 4 --checkpoint "$work/clock.h5" \
   --checkpoint-seconds 0.2 >"$work/clock.out" 2>&1 &
 job=$!
 : >"$work/clock.versions"

@@ -10,6 +10,7 @@
 #include "pitrain/checkpoint.h"
 #include "pitrain/error.h"
 #include "pitrain/fit.h"
+#include "pitrain/run_control.h"
 
 using namespace pitrain;
 
@@ -183,7 +184,7 @@ TEST_CASE(
   CHECK(fit(o, comm, out).params == base.params);
 
   // Every 3 steps and at the end (validation between: the last round's model).
-  o.sync.sync_every = 3;
+  o.sync.strategy = "local-sgd", o.sync.sync_every = 3;
   const auto local = fit_agreed();
   CHECK(local.epochs.back().val_accuracy > 0.9);
   if (comm.size() > 1) CHECK(local.params != base.params);
@@ -218,7 +219,7 @@ TEST_CASE(
   o.sync = SyncOptions{};
   o.sync.wire = WireType::int4;  // --sync auto's blocking rounds every 8 steps
   o.sync.error_feedback = true;
-  o.sync.sync_every = 8;
+  o.sync.strategy = "local-sgd", o.sync.sync_every = 8;
   CHECK(fit_agreed().epochs.back().val_accuracy > 0.9);
 
   o.sync = SyncOptions{};
@@ -254,7 +255,7 @@ TEST_CASE(
   for (const auto& [overlap, overlap_steps] :
        {std::pair{false, 0}, std::pair{true, 0}, std::pair{true, 1}}) {
     SyncOptions o;
-    o.sync_every = 2;
+    o.strategy = "local-sgd", o.sync_every = 2;
     o.overlap = overlap;
     o.overlap_steps = overlap_steps;
     std::vector<float> p = start;
@@ -298,7 +299,7 @@ TEST_CASE(
   // is left in flight and the common model before it validated; one 2 steps old is waited for.
   if (comm.size() == 1) return;  // one rank: nothing in flight
   SyncOptions o;
-  o.sync_every = 8;
+  o.strategy = "local-sgd", o.sync_every = 8;
   o.overlap = true;
   std::vector<float> p = start;
   auto sync = make_sync_strategy(comm, p.data(), n, o);
@@ -397,7 +398,8 @@ TEST_CASE("local SGD with low-rank rounds: what a round did not carry stays in t
   for (const bool overlap : {false, true}) {
     INFO("overlap " << overlap);
     SyncOptions o;
-    o.sync_every = 2, o.overlap = overlap, o.wire = WireType::powersgd, o.powersgd_rank = 1;
+    o.strategy = "local-sgd", o.sync_every = 2, o.overlap = overlap, o.wire = WireType::powersgd,
+    o.powersgd_rank = 1;
     std::vector<float> p(size_t(n), 0.5f);
     auto sync = make_sync_strategy(comm, p.data(), n, o, {{0, rows, cols}});
     // Overlapped, the round of steps 0-1 is applied after step 3.
@@ -438,7 +440,7 @@ TEST_CASE("local SGD's last agreement: what the low-rank rounds left out reaches
   };
   auto run = [&](bool final) {  // 4 steps, rounds after steps 1 and 3, then the agreement
     SyncOptions o;
-    o.sync_every = 2;
+    o.strategy = "local-sgd", o.sync_every = 2;
     o.wire = WireType::powersgd;
     o.powersgd_rank = 1;
     std::vector<float> p(size_t(n), 0.5f);
@@ -483,7 +485,8 @@ TEST_CASE(
   // A round after steps 1-2, or the last agreement before any round.
   for (const bool final : {false, true}) {
     SyncOptions o;
-    o.sync_every = 2, o.sync_warmup = 1, o.wire = WireType::int8, o.error_feedback = true;
+    o.strategy = "local-sgd", o.sync_every = 2, o.sync_warmup = 1, o.wire = WireType::int8,
+    o.error_feedback = true;
     const std::vector<float> start(size_t(n), 0.5f);
     std::vector<float> p = start;
     auto sync = make_sync_strategy(comm, p.data(), n, o);
@@ -505,7 +508,7 @@ TEST_CASE("local SGD's outer optimizer: Nesterov momentum on the rounds' mean ch
   if (comm.size() == 1) return;  // one rank syncs nothing: no rounds to check
   const int64_t n = 3;
   SyncOptions o;
-  o.sync_every = 1 + 1;  // rounds after steps 1 and 3
+  o.strategy = "local-sgd", o.sync_every = 1 + 1;  // rounds after steps 1 and 3
   o.outer_lr = 0.5f;
   o.outer_momentum = 0.75f;
   std::vector<float> p = {1, 2, 3};
@@ -531,21 +534,26 @@ TEST_CASE(
   Comm comm;
   if (comm.size() == 1) return;  // one rank has no rounds
   SyncOptions o;
-  o.sync_every = 2;
+  o.strategy = "local-sgd", o.sync_every = 2;
   o.overlap = true;
   o.max_sync_every = 8;
   // Runs 40 steps that change a few of n values and take `ms` (rank 0 only: `slow_rank`);
-  // returns K after each step, checking that the ranks agree on the stops and on K.
+  // returns K after each step, checking that the ranks agree on K.
   auto run = [&](int64_t n, int ms, bool slow_rank) {
     std::vector<float> p(size_t(n), 1.0f);
     auto sync = make_sync_strategy(comm, p.data(), n, o);
+    StopVote vote(comm);
     std::vector<int> every_at;
     for (int step = 0; step < 40; ++step) {
       if (!slow_rank || comm.rank() == 0)
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       for (int i = 0; i < 4; ++i) p[size_t(i)] += 0.125f * float(comm.rank() + 1);
       sync->after_update(p.data(), step);
-      CHECK(sync->agreed_stop(step, 0) == 0);
+      if (sync->meets_at(step)) {  // as RunControl::after_step votes
+        const Vote agreed = vote.exchange({0, sync->take_round_wait()});
+        CHECK(agreed.signal == 0);
+        sync->pace(step, agreed.round_wait);
+      }
       every_at.push_back(sync->sync_every());
     }
     CHECK(same_on_every_rank(std::vector<float>(every_at.begin(), every_at.end())));

@@ -1,16 +1,17 @@
 // How the ranks' models meet. fit() drives every strategy through the same calls at every step;
 // the strategy decides what to send and when, and the wire format (wire.h) how it travels.
-//   solo       one rank: nothing to send
 //   per-step   gradients averaged every step (the default), optionally in buckets during backward
-//   local SGD  K steps alone, then what the ranks learnt is averaged, optionally during the next K
-// A new strategy is one row in make_sync_strategy (strategy.cpp) and one file.
+//   local-sgd  K steps alone, then what the ranks learnt is averaged, optionally during the next K
+// (and on one rank, none: nothing to send). --sync takes them by name from one table in
+// strategy.cpp; a new strategy is a row there and a file of its own (docs/extending.md).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pitrain/comm.h"
-#include "pitrain/guard.h"
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
 #include "pitrain/wire.h"
@@ -18,7 +19,8 @@
 namespace pitrain {
 
 struct SyncOptions {
-  int sync_every = 1;       // K: 1 averages gradients every step; K > 1 is local SGD
+  std::string strategy = "per-step";  // a name from sync_strategies()
+  int sync_every = 1;                 // local SGD's K: steps between rounds
   int64_t sync_warmup = 0;  // steps of per-step gradient averaging before local SGD starts
   WireType wire = WireType::fp32;
   bool error_feedback = false;  // carry what 16-, 8- or 4-bit rounding drops into the next step
@@ -44,13 +46,17 @@ struct SyncOptions {
   int max_sync_every = 0;
 };
 
+// round_wait of a vote when no round was timed (the same on every rank).
+constexpr int kNotTimed = -1;
+
 // One step, as fit() calls it (`step` is global and 0-based):
-//   backward ... gradients_ready(lo) ... ; reduce_gradients ; optimizer step ; after_update ;
-//   agreed_stop.  At an epoch end common_params() or agree(); agree_final() at the last epoch's
-//   end or a stop.
+//   backward ... gradients_ready(lo) ... ; reduce_gradients ; optimizer step ; after_update.
+// At an epoch end common_params() or agree(); agree_final() at the last epoch's end or a stop.
+// Where meets_at(step), the run's stop vote (run_control.h) rides on the meeting: it carries
+// take_round_wait() and hands the ranks' largest to pace().
 class SyncStrategy {
  public:
-  explicit SyncStrategy(Comm& comm) : vote_(comm) {}
+  SyncStrategy() = default;
   virtual ~SyncStrategy() = default;
   SyncStrategy(const SyncStrategy&) = delete;
   SyncStrategy& operator=(const SyncStrategy&) = delete;
@@ -70,29 +76,16 @@ class SyncStrategy {
   // `params` where the ranks never differ. Local SGD finishes the round in flight and gives
   // where it left the ranks (up to K steps back); `params` keep this rank's steps since.
   virtual const float* common_params(float* params, int64_t) { return params; }
-  // The stop signal every rank agrees on after `step` (0: go on). The vote rides on the steps
-  // that communicate anyway, so it never waits on the network by itself.
-  int agreed_stop(int64_t step, int local_signal) {
-    if (!votes_at(step)) return 0;
-    const Vote agreed = vote_.exchange({local_signal, take_round_wait()});
-    pace(step, agreed.round_wait);
-    return agreed.signal;
-  }
   // Steps between the ranks' meetings now (1: every step).
   virtual int sync_every() const { return 1; }
-  // Whether agreed_stop() after `step` casts a vote (elsewhere it drops the local signal).
-  virtual bool votes_at(int64_t step) const = 0;
-
- protected:
-  // Per mille of this rank's last round spent waiting for it to finish, for the vote (then
-  // kNotTimed until the next round is timed).
+  // Whether the ranks communicate after `step` anyway (every step, or local SGD's rounds).
+  virtual bool meets_at(int64_t step) const = 0;
+  // Per mille of this rank's last round spent waiting for it to finish (then kNotTimed until
+  // the next round is timed).
   virtual int take_round_wait() { return kNotTimed; }
-  // The largest take_round_wait() of the previous vote, read at `step`: where a strategy may change
-  // K.
+  // The ranks' largest take_round_wait() at the meeting before, read after `step`: where a
+  // strategy may change K.
   virtual void pace(int64_t, int) {}
-
- private:
-  StopVote vote_;
 };
 
 // Per-step averaging of the gradients over the wire format. Local SGD uses it for its warm-up.
@@ -105,7 +98,7 @@ class PerStepSync : public SyncStrategy {
   void after_update(float*, int64_t) override {}
   void agree(float*, int64_t) override {}  // the ranks never differ
   WireAverage& wire() { return *wire_; }
-  bool votes_at(int64_t) const override { return true; }
+  bool meets_at(int64_t) const override { return true; }
 
  private:
   std::unique_ptr<WireAverage> wire_;
@@ -114,8 +107,9 @@ class PerStepSync : public SyncStrategy {
 };
 
 // A slow round kept a rank waiting over a fifth of its time (per mille). Overlapped rounds every
-// 4 steps learn as much as rounds every step (cnn, int8: 0.8781 against 0.8785 final accuracy),
-// and each doubling past that costs accuracy, so from K = 4 on a round must waste two fifths.
+// 4 steps learn about as much as rounds every step, and each doubling past that costs accuracy,
+// so from K = 4 on a round must waste two fifths (bench/sync_accuracy.sh; bench/RESULTS.md,
+// "Final accuracy of the rounds `--sync auto` takes").
 constexpr int kSlowRoundWait = 200, kFreeEvery = 4, kSlowRoundWaitPastFree = 400;
 
 // Local SGD's K with max_sync_every: doubles (up to max_every) after two votes in a row said
@@ -135,8 +129,11 @@ class RoundPace {
   bool stale_vote_ = false;  // the next vote tells of a round of the old K
 };
 
-// The strategy the options ask for, given the parameters every rank starts from and the 2-D
-// weights among them (which PowerSGD compresses).
+// The strategies' names and what each does, as --sync takes them.
+std::vector<std::pair<std::string, std::string>> sync_strategies();
+
+// The strategy the options ask for (by name; on one rank, none), given the parameters every rank
+// starts from and the 2-D weights among them (which PowerSGD compresses).
 std::unique_ptr<SyncStrategy> make_sync_strategy(Comm& comm, const float* params, int64_t n_params,
                                                  const SyncOptions& opts,
                                                  const std::vector<WireMatrix>& matrices = {});

@@ -7,7 +7,7 @@
 
 #include "pitrain/cli.h"
 #include "pitrain/error.h"
-#include "pitrain/guard.h"
+#include "pitrain/run_control.h"
 #include "pitrain/matrix.h"
 #include "pitrain_version.h"
 

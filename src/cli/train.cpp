@@ -19,6 +19,14 @@ const char* const kExamples =
     "    --data datasets/quickdraw.h5 --epochs 8 --checkpoint model.h5 --sync auto --lr-scaling "
     "linear\n";
 
+// --sync's help: auto, then the strategies' table.
+std::string sync_help() {
+  std::string help =
+      "auto: time the link and a step at start-up and choose (the way to run on Pis)";
+  for (const auto& [name, what] : sync_strategies()) help += "; " + name + ": " + what;
+  return help;
+}
+
 void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
   require(!o.data.empty(), "train: --data FILE.h5 is required (make one with `pitrain prepare`)");
   require(o.epochs > 0, "--epochs must be a positive integer, got " + std::to_string(o.epochs));
@@ -57,29 +65,33 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
           "--outer-momentum must be in [0, 1)");
   require(o.sync.overlap_steps >= 0,
           "--overlap-steps must be 0 (at the next round) or a positive number of steps");
-  require_choice("--sync", r["sync"].as<std::string>(), {"manual", "auto"});
-  if (r["sync"].as<std::string>() == "auto")
+  const std::string sync = r["sync"].as<std::string>();
+  std::vector<std::string> names = {"auto"};
+  for (const auto& [name, what] : sync_strategies()) names.push_back(name);
+  require_choice("--sync", sync, names);
+  if (sync == "auto")
     for (const char* flag :
          {"sync-every", "grad-dtype", "error-feedback", "overlap", "overlap-steps", "bucket-kb"})
       require(!r.count(flag), std::string("--sync auto chooses --") + flag +
-                                  " itself: leave it out, or use --sync manual");
-  require(!o.sync.overlap_steps || (o.sync.overlap && o.sync.sync_every > 1),
-          "--overlap-steps applies to local SGD's overlapped rounds: add --overlap and "
-          "--sync-every K (K > 1)");
+                                  " itself: leave it out, or name a strategy with --sync");
+  if (sync == "per-step")
+    for (const char* flag :
+         {"sync-every", "sync-warmup", "outer-lr", "outer-momentum", "overlap-steps"})
+      require(!r.count(flag), std::string("--") + flag + " is local SGD's: add --sync local-sgd");
+  require(!o.sync.overlap_steps || o.sync.overlap,
+          "--overlap-steps applies to overlapped rounds: add --overlap");
   // In KB: bounded so that the bytes fit an int64.
   const int64_t bucket_kb = r["bucket-kb"].as<int64_t>();
   require(bucket_kb > 0 && bucket_kb <= 1048576,
           "--bucket-kb must be 1 to 1048576 (1 GB), got " + std::to_string(bucket_kb));
 }
 
-}  // namespace
-
-int train(int argc, char** argv, Comm& comm) {
-  TrainOptions o;
+// The flags of the data, the model, the optimisation and checkpoints, written into `o`.
+cxxopts::Options train_options(TrainOptions& o) {
   cxxopts::Options options = command_options(
       "train",
       "Data-parallel training: every rank trains on its slice of the data, and the ranks average\n"
-      "their gradients every step (or, with --sync-every K, what they learnt every K steps)");
+      "their gradients every step (or, with --sync local-sgd, what they learnt every K steps)");
   options.add_options("Data and model")(
       "data", "Dataset from `pitrain prepare` (required); each rank reads its own slice",
       cxxopts::value(o.data), "FILE")("model",
@@ -119,18 +131,17 @@ int train(int argc, char** argv, Comm& comm) {
       cxxopts::value(o.checkpoint_seconds)->default_value("0"),
       "SECONDS")("resume", "Continue from this checkpoint, on any number of ranks",
                  cxxopts::value(o.resume), "FILE");
-  options.add_options("Sync")(
-      "sync",
-      "auto: time the link and a step at start-up and choose how to sync (the way to run on Pis); "
-      "manual: as the flags below say",
-      cxxopts::value<std::string>()->default_value("manual"),
-      "MODE")("sync-every",
-              "Local SGD: K steps alone, then average what the ranks learnt (1: average the "
-              "gradients every "
-              "step; 8 for WLAN or 100 Mbit/s links)",
-              cxxopts::value(o.sync.sync_every)->default_value("1"),
-              "K")("sync-warmup", "Steps of per-step gradient averaging before local SGD starts",
-                   cxxopts::value(o.sync.sync_warmup)->default_value("0"), "N")(
+  return options;
+}
+
+// The flags of syncing, ranks and threads, and output, written into `o`.
+void add_sync_and_output_options(cxxopts::Options& options, TrainOptions& o) {
+  options.add_options("Sync")("sync", sync_help(),
+                              cxxopts::value<std::string>()->default_value("per-step"), "NAME")(
+      "sync-every", "Local SGD's K: steps between rounds (8 for WLAN or 100 Mbit/s links)",
+      cxxopts::value(o.sync.sync_every)->default_value("8"),
+      "K")("sync-warmup", "Steps of per-step gradient averaging before local SGD starts",
+           cxxopts::value(o.sync.sync_warmup)->default_value("0"), "N")(
       "grad-dtype",
       "Gradients, or local SGD's parameter changes, on the wire: fp32, fp16, bf16, int8, int4, or "
       "powersgd (low-rank kernels)",
@@ -146,8 +157,7 @@ int train(int argc, char** argv, Comm& comm) {
                    cxxopts::value(o.sync.outer_momentum)->default_value("0"),
                    "M")("overlap",
                         "Communicate while computing: gradient buckets during backward; with "
-                        "--sync-every, each average "
-                        "during the next K steps",
+                        "local-sgd, each average during the next K steps",
                         cxxopts::value(o.sync.overlap))(
       "overlap-steps",
       "With --overlap and --sync-every: apply each average N steps after its round started (0: at "
@@ -170,12 +180,23 @@ int train(int argc, char** argv, Comm& comm) {
       "progress-file",
       "Rank 0 rewrites FILE with the steps taken, up to 10 times a second (for `pitrain elastic`)",
       cxxopts::value(o.progress_file), "FILE");
+}
+
+}  // namespace
+
+int train(int argc, char** argv, Comm& comm) {
+  TrainOptions o;
+  cxxopts::Options options = train_options(o);
+  add_sync_and_output_options(options, o);
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r, {kGroups, kExamples})) return 0;
   check_train_flags(o, r);
   if (!o.resume.empty() && !r.count("model")) o.model.clear();  // the checkpoint's model
   o.sync.wire = *wire_type_named(r["grad-dtype"].as<std::string>());
   o.sync_auto = r["sync"].as<std::string>() == "auto";
+  if (!o.sync_auto) o.sync.strategy = r["sync"].as<std::string>();
+  if (o.sync.strategy == "per-step")
+    o.sync.sync_every = 1;  // --sync-every's default is local SGD's
   o.sync.bucket_bytes = r["bucket-kb"].as<int64_t>() * 1024;
   fit(o, comm, std::cout);
   return 0;

@@ -199,6 +199,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   int64_t bytes = 0, fp32_bytes = 0;
   const double t = round(pick, &bytes), fp32 = round(candidates.front(), &fp32_bytes);
   SyncChoice choice{given, "", ""};
+  choice.opts.strategy = pick.every == 1 ? "per-step" : "local-sgd";
   choice.opts.sync_every = pick.every;
   choice.opts.wire = pick.wire;
   choice.opts.error_feedback = pick.wire != WireType::fp32;

@@ -48,8 +48,7 @@ class LocalSgd : public SyncStrategy {
  public:
   LocalSgd(Comm& comm, const float* params, int64_t n, const SyncOptions& opts,
            const std::vector<WireMatrix>& matrices)
-      : SyncStrategy(comm),
-        comm_(comm),
+      : comm_(comm),
         per_step_(comm, n, opts, matrices),
         pace_(opts.sync_every, opts.overlap ? opts.max_sync_every : 0),
         warmup_(opts.sync_warmup),
@@ -139,9 +138,8 @@ class LocalSgd : public SyncStrategy {
   }
 
   int sync_every() const override { return pace_.every(); }
-  bool votes_at(int64_t step) const override { return step < warmup_ || round_after(step); }
+  bool meets_at(int64_t step) const override { return step < warmup_ || round_after(step); }
 
- protected:
   int take_round_wait() override { return std::exchange(round_wait_, kNotTimed); }
 
   void pace(int64_t step, int agreed_wait) override {

@@ -7,8 +7,7 @@ namespace pitrain {
 
 PerStepSync::PerStepSync(Comm& comm, int64_t n_params, const SyncOptions& opts,
                          const std::vector<WireMatrix>& matrices)
-    : SyncStrategy(comm),
-      wire_(make_wire_average(opts.wire, comm, n_params, wire_options(opts, matrices))),
+    : wire_(make_wire_average(opts.wire, comm, n_params, wire_options(opts, matrices))),
       bucket_(opts.overlap && !wire_->whole_vector() ? opts.bucket_bytes / int64_t(sizeof(float))
                                                      : 0),
       started_down_to_(n_params) {}
@@ -29,6 +28,12 @@ bool PerStepSync::reduce_gradients(float* grads, int64_t, Optimizer& opt) {
   started_down_to_ = wire_->size();
   opt.set_noise_share(1.0f);
   return true;
+}
+
+std::unique_ptr<SyncStrategy> make_per_step(Comm& comm, const float*, int64_t n,
+                                            const SyncOptions& opts,
+                                            const std::vector<WireMatrix>& matrices) {
+  return std::make_unique<PerStepSync>(comm, n, opts, matrices);
 }
 
 }  // namespace pitrain

@@ -5,16 +5,17 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <exception>
 #include <fstream>
 #include <optional>
 
 #include "pitrain/checkpoint.h"
-#include "pitrain/checkpoint_writer.h"
 #include "pitrain/clock.h"
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
 #include "pitrain/finite.h"
 #include "pitrain/guard.h"
+#include "pitrain/run_control.h"
 #include "pitrain/memory.h"
 #include "pitrain/paths.h"
 #include "pitrain/threads.h"
@@ -142,14 +143,15 @@ class EpochMeter {
         calls0_(comm.collectives()) {}
   void add(const LossStats& st, int n) {
     sums_[0] += st.loss_sum, sums_[1] += double(st.correct), sums_[2] += n;
+    ++steps_;
   }
   double loss() const { return sums_[0] / sums_[2]; }
   double accuracy() const { return sums_[1] / sums_[2]; }
   double seconds() const { return seconds_now() - t0_; }
   double mpi_share() const { return (comm_.mpi_seconds() - mpi0_) / seconds(); }
-  EpochResult result(int epoch, int64_t steps, Comm& comm) {
+  EpochResult result(int epoch, Comm& comm) {
     EpochResult r;
-    r.epoch = epoch, r.steps = steps;
+    r.epoch = epoch, r.steps = steps_;
     r.seconds = seconds();
     r.mpi_seconds = comm.mpi_seconds() - mpi0_;
     r.bytes_sent = comm.bytes_sent() - bytes0_;
@@ -163,6 +165,7 @@ class EpochMeter {
   const Comm& comm_;
   double t0_, mpi0_;
   int64_t bytes0_, calls0_;
+  int64_t steps_ = 0;           // run in this epoch (fewer after a resume mid-epoch)
   double sums_[3] = {0, 0, 0};  // loss sum, correct, images
 };
 
@@ -208,7 +211,137 @@ Evaluation validate(ThreadedModel& threaded, const float* common, const Split& v
   return v;
 }
 
-const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+// Fails at once where the launcher did not start the ranks --expect-ranks asks for.
+void check_expected_ranks(const TrainOptions& o, const Comm& comm) {
+  if (o.expect_ranks > 0 && comm.size() != o.expect_ranks)
+    throw UsageError("started as " + std::to_string(comm.size()) + " rank(s), but --expect-ranks " +
+                     std::to_string(o.expect_ranks) +
+                     ": the launcher did not connect the processes (with srun, "
+                     "add --mpi=pmix; with mpirun, give -np " +
+                     std::to_string(o.expect_ranks) + ")");
+}
+
+// Rank 0's check_outputs() failure, to be thrown on every rank once the watchdog runs.
+std::exception_ptr output_error(const TrainOptions& o, const Comm& comm) {
+  try {
+    if (comm.rank() == 0) check_outputs(o);
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+// Steps an epoch: --steps-per-epoch, or one pass over the largest rank slice. A run stopped
+// mid-epoch and resumed with epochs of another length (another number of ranks, as `pitrain
+// elastic` resumes without a lost Pi) goes on from the same share of its epoch.
+int64_t set_steps_per_epoch(const TrainOptions& o, int ranks, Run& run) {
+  const int64_t largest_slice = (run.train.total_rows + ranks - 1) / ranks;
+  const int64_t spe =
+      o.steps_per_epoch ? o.steps_per_epoch : (largest_slice + o.batch_size - 1) / o.batch_size;
+  RunState& state = run.state;
+  if (state.epoch_step && state.steps_per_epoch && state.steps_per_epoch != spe)
+    state.epoch_step = (state.epoch_step * spe + state.steps_per_epoch / 2) / state.steps_per_epoch;
+  state.steps_per_epoch = spe;
+  return spe;
+}
+
+// --sync auto's choice on several ranks, or the strategy the options name.
+SyncChoice choose_run_sync(const TrainOptions& o, Comm& comm, ThreadedModel& threaded,
+                           const Run& run, const std::vector<WireMatrix>& matrices) {
+  if (!o.sync_auto || comm.size() == 1) return SyncChoice{o.sync, "", ""};
+  return auto_sync(comm, o.sync, time_step(threaded, run.train.data, o), run.model.num_params(),
+                   matrices);
+}
+
+// What the banner and the JSON line say about the run.
+RunInfo run_info(const Run& run, int ranks, int threads, int64_t spe, const SyncChoice& choice) {
+  return RunInfo{ranks,
+                 threads,
+                 run.train.total_rows,
+                 run.val.total_rows,
+                 int64_t(run.train.class_names.size()),
+                 run.model.spec(),
+                 run.model.num_params(),
+                 spe,
+                 run.resumed ? run.state.step : -1,
+                 run.state.epoch,
+                 choice};
+}
+
+// The loop's parts, made by fit()'s set-up.
+struct Loop {
+  const TrainOptions& o;
+  Comm& comm;
+  Run& run;
+  ThreadedModel& threaded;
+  SyncStrategy& sync;
+  RunControl& control;
+  StallWatchdog& watchdog;
+  TrainReport& report;
+  LrSchedule schedule;
+  int64_t spe;  // steps an epoch
+  BatchLoader loader;
+};
+
+// The steps of `epoch` from where the run stands. True where a checkpoint by steps or seconds
+// fell on its last step: end_epoch() writes it, after validation.
+bool train_epoch(Loop& l, int epoch, EpochMeter& meter) {
+  RunState& state = l.run.state;
+  const int rank = l.comm.rank();
+  const int64_t first_step = std::min(state.epoch_step, l.spe);
+  l.loader.reset_shuffled(state.seed, rank, epoch, l.spe, first_step);
+  l.report.start_epoch(epoch, l.spe);
+  bool save_due = false;
+  // Each step loads the next one's batch (into the same buffers) while it updates the weights.
+  Batch b = first_step < l.spe ? l.loader.next() : Batch{};
+  for (int64_t s = first_step; s < l.spe; ++s) {
+    const int64_t step = state.step;
+    l.watchdog.beat(step);
+    const Context ctx{true, rng_key(state.seed, 0xd2, uint64_t(rank), uint64_t(step))};
+    const int rows = b.n;
+    const auto load_next = [&] { b = l.loader.next(); };
+    const StepResult r =
+        train_step(l.threaded, *l.run.opt, l.sync, b.x, b.y, rows, l.schedule.at(step), ctx, step,
+                   s + 1 < l.spe ? std::function<void()>(load_next) : nullptr);
+    check_finite(l.run.model, r, step, epoch, l.o.checkpoint, rank);
+    meter.add(r.stats, rows);
+    ++state.step, state.epoch_step = s + 1;
+    l.report.update(s + 1, meter.loss(), meter.accuracy(), meter.seconds(), meter.mpi_share());
+    const StepDecision d = l.control.after_step(step);
+    if (d.stop) l.control.stop(d.stop, epoch, l.report);
+    save_due |= d.save;
+    if (save_due && s + 1 < l.spe) {
+      l.sync.agree(l.run.model.params().data(), step);  // local SGD: the ranks' common model
+      l.control.save(l.o.checkpoint, false);
+      save_due = false;
+    }
+  }
+  l.watchdog.beat(state.step);
+  return save_due;
+}
+
+// The end of `epoch`: validation, the report and the log, and a checkpoint. The model itself
+// must be the ranks' common one where it is saved or returned; validation alone takes the last
+// round's common model (local SGD) and lets the ranks go on.
+EpochResult end_epoch(Loop& l, int epoch, EpochMeter& meter, bool save_due) {
+  RunState& state = l.run.state;
+  const bool last = epoch == l.o.epochs;
+  const bool saving = l.control.saves_at_end(epoch, save_due);
+  float* params = l.run.model.params().data();
+  if (last)
+    l.sync.agree_final(params, state.step - 1);
+  else if (saving)
+    l.sync.agree(params, state.step - 1);
+  const float* common = saving || last ? params : l.sync.common_params(params, state.step - 1);
+  EpochResult r = meter.result(epoch, l.comm);
+  r.sync_every = l.sync.sync_every();
+  const Evaluation v = validate(l.threaded, common, l.run.val.data, l.comm);
+  r.val_loss = v.loss, r.val_accuracy = v.accuracy;
+  l.report.end_epoch(r);
+  state.epoch = epoch, state.epoch_step = 0;
+  if (saving) l.control.save(l.o.checkpoint, last);
+  return r;
+}
 
 }  // namespace
 
@@ -240,161 +373,58 @@ StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& syn
 }
 
 TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
-  // Set-up: threads, data, model and optimizer, the sync strategy, the report.
+  // Set-up: threads, data, model and optimizer, the sync strategy, run control, the report.
   const double wall0 = seconds_now();
-  if (o.expect_ranks > 0 && comm.size() != o.expect_ranks)
-    throw UsageError("started as " + std::to_string(comm.size()) + " rank(s), but --expect-ranks " +
-                     std::to_string(o.expect_ranks) +
-                     ": the launcher did not connect the processes (with srun, "
-                     "add --mpi=pmix; with mpirun, give -np " +
-                     std::to_string(o.expect_ranks) + ")");
-  const int rank = comm.rank(), ranks = comm.size();
+  check_expected_ranks(o, comm);
   const int threads = o.threads ? o.threads : default_threads();
   ThreadPool pool(threads);
+  // Rank 0 checks its outputs before the watchdog writes FILE.stalled (the ranks that had not
+  // arrived, for `pitrain elastic`) beside the progress file; the failure is shared after it
+  // starts, since the first collective already stalls on a rank cut off from the others.
+  const std::exception_ptr bad_outputs = output_error(o, comm);
+  StallWatchdog watchdog(
+      o.stall_timeout, comm,
+      o.progress_file.empty() || bad_outputs ? "" : o.progress_file + ".stalled");
   run_together(comm, [&] {
-    if (rank == 0) check_outputs(o);
+    if (bad_outputs) std::rethrow_exception(bad_outputs);
   });
-  // From here on start-up too can stall. FILE.stalled: the ranks that had not arrived, for `pitrain
-  // elastic`.
-  StallWatchdog watchdog(o.stall_timeout, comm,
-                         o.progress_file.empty() ? "" : o.progress_file + ".stalled");
   Run run = start_run(o, comm);
-  Model& model = run.model;
-  ThreadedModel threaded(model, pool);
-  RunState& state = run.state;
-  const int64_t largest_slice = (run.train.total_rows + ranks - 1) / ranks;
-  const int64_t spe =
-      o.steps_per_epoch ? o.steps_per_epoch : (largest_slice + o.batch_size - 1) / o.batch_size;
+  ThreadedModel threaded(run.model, pool);
   threaded.reserve(o.batch_size);
-  // A run stopped mid-epoch and resumed with epochs of another length (another number of ranks,
-  // as `pitrain elastic` resumes without a lost Pi) goes on from the same share of its epoch.
-  if (state.epoch_step && state.steps_per_epoch && state.steps_per_epoch != spe)
-    state.epoch_step = (state.epoch_step * spe + state.steps_per_epoch / 2) / state.steps_per_epoch;
-  state.steps_per_epoch = spe;
-  const std::vector<WireMatrix> matrices = weight_matrices(model);
+  const int64_t spe = set_steps_per_epoch(o, comm.size(), run);
+  const std::vector<WireMatrix> matrices = weight_matrices(run.model);
   comm.connect_all();
-  const SyncChoice sync_choice =
-      o.sync_auto && ranks > 1 ? auto_sync(comm, o.sync, time_step(threaded, run.train.data, o),
-                                           model.num_params(), matrices)
-                               : SyncChoice{o.sync, "", ""};
-  const float lr = o.lr * sync_choice.opts.inner_lr_scale;
-  const LrSchedule schedule{lr, lr * lr_scale(o.lr_scaling, ranks),
-                            int64_t(o.warmup_epochs * double(spe))};
-  auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), sync_choice.opts,
-                                 matrices);
-  BatchLoader loader(run.train.data, o.batch_size);
-  const std::string checkpoint = o.checkpoint.empty() ? "pitrain-stopped.h5" : o.checkpoint;
-  std::optional<CheckpointWriter> writer;  // rank 0's
-  if (rank == 0) writer.emplace(model, *run.opt, run.train.class_names);
-  // All ranks learn that rank 0 has its copy of the state (the file follows in the background,
-  // and a failed write is reported at the next save), or, with `wait`, that the file is on disk.
-  double last_save = seconds_now();
-  auto save = [&](const std::string& path, bool wait) {
-    run_together(comm, [&] {
-      if (rank != 0) return;
-      // Finite gradients times a large --lr can still overflow a weight: such a file could not
-      // be resumed, so the last good one stays.
-      if (!all_finite(model.params().data(), model.num_params()))
-        throw Error("step " + std::to_string(state.step) +
-                    ": the weights hold NaN or Inf (the steps are too large); lower --lr; " +
-                    "not saved (" + path + " is left as it was)");
-      writer->save(path, model, *run.opt, state);
-      if (wait) writer->wait();
-    });
-    last_save = seconds_now();
-  };
-  bool clock_asked = false;  // rank 0 has voted kSaveVote and waits for the vote to come back
-  // Asks for a save by the clock only at a step that votes (local SGD: a round's), where the
-  // vote is not dropped.
-  auto local_vote = [&](int sig, int64_t step) {
-    if (sig || rank != 0 || !o.checkpoint_seconds || clock_asked || !sync->votes_at(step) ||
-        seconds_now() - last_save < o.checkpoint_seconds)
-      return sig;
-    clock_asked = true;
-    return kSaveVote;
-  };
-  ProgressFile progress_file(rank == 0 ? o.progress_file : "");
-  TrainReport report(
-      out, o,
-      RunInfo{ranks, threads, run.train.total_rows, run.val.total_rows,
-              int64_t(run.train.class_names.size()), model.spec(), model.num_params(), spe,
-              run.resumed ? state.step : -1, state.epoch, sync_choice},
-      rank == 0);
-  StopSignals signals;
+  const SyncChoice choice = choose_run_sync(o, comm, threaded, run, matrices);
+  auto sync = make_sync_strategy(comm, run.model.params().data(), run.model.num_params(),
+                                 choice.opts, matrices);
+  RunControl control(o, comm, *sync, run.model, *run.opt, run.state, run.train.class_names);
+  TrainReport report(out, o, run_info(run, comm.size(), threads, spe, choice), comm.rank() == 0);
+  const float lr = o.lr * choice.opts.inner_lr_scale;
+  Loop loop{o,
+            comm,
+            run,
+            threaded,
+            *sync,
+            control,
+            watchdog,
+            report,
+            LrSchedule{lr, lr * lr_scale(o.lr_scaling, comm.size()),
+                       int64_t(o.warmup_epochs * double(spe))},
+            spe,
+            BatchLoader(run.train.data, o.batch_size)};
   TrainResult result;
 
-  // The loop: epochs of steps; after each, validation, the log and a checkpoint. A checkpoint
-  // due by steps or seconds at an epoch's last step is written at its end, after validation.
-  for (int epoch = int(state.epoch) + 1; epoch <= o.epochs; ++epoch) {
-    const int64_t first_step = std::min(state.epoch_step, spe);
-    loader.reset_shuffled(state.seed, rank, epoch, spe, first_step);
-    report.start_epoch(epoch, spe);
+  // The loop: epochs of steps; after each, validation, the log and a checkpoint.
+  for (int epoch = int(run.state.epoch) + 1; epoch <= o.epochs; ++epoch) {
     EpochMeter meter(comm);
-    bool save_due = false;
-    // Each step loads the next one's batch (into the same buffers) while it updates the weights.
-    Batch b = first_step < spe ? loader.next() : Batch{};
-    for (int64_t s = first_step; s < spe; ++s) {
-      const int64_t step = state.step;
-      watchdog.beat(step);
-      const Context ctx{true, rng_key(state.seed, 0xd2, uint64_t(rank), uint64_t(step))};
-      const int rows = b.n;
-      const auto load_next = [&] { b = loader.next(); };
-      const StepResult r =
-          train_step(threaded, *run.opt, *sync, b.x, b.y, rows, schedule.at(step), ctx, step,
-                     s + 1 < spe ? std::function<void()>(load_next) : nullptr);
-      check_finite(model, r, step, epoch, o.checkpoint, rank);
-      meter.add(r.stats, rows);
-      ++state.step, state.epoch_step = s + 1;
-      report.update(s + 1, meter.loss(), meter.accuracy(), meter.seconds(), meter.mpi_share());
-      progress_file.update(state.step, seconds_now());
-      const int sig = signals.requested()              ? signals.requested()
-                      : progress_file.stop_requested() ? SIGTERM
-                                                       : 0;
-      const int vote = sync->agreed_stop(step, local_vote(sig, step));
-      if (vote > kSaveVote) {  // a signal: every rank stops at this step
-        sync->agree_final(model.params().data(), step);
-        save(checkpoint, true);
-        report.stopped(signal_name(vote), state.step, epoch, s + 1, checkpoint);
-        throw Stopped{128 + vote};
-      }
-      if (vote == kSaveVote) clock_asked = false;
-      save_due |= vote == kSaveVote ||
-                  (o.checkpoint_every_steps && state.step % o.checkpoint_every_steps == 0);
-      if (save_due && s + 1 < spe) {
-        sync->agree(model.params().data(), step);  // local SGD: the ranks' common model
-        save(o.checkpoint, false);
-        save_due = false;
-      }
-    }
-    watchdog.beat(state.step);
-    // The model itself must be the ranks' common one where it is saved or returned; validation
-    // alone takes the last round's common model (local SGD) and lets the ranks go on.
-    const bool last = epoch == o.epochs;
-    const bool saving =
-        !o.checkpoint.empty() && (save_due || epoch % o.checkpoint_every == 0 || last);
-    const bool agreed = saving || last;
-    float* params = model.params().data();
-    if (last)
-      sync->agree_final(params, state.step - 1);
-    else if (saving)
-      sync->agree(params, state.step - 1);
-    const float* common = agreed ? params : sync->common_params(params, state.step - 1);
-    EpochResult r = meter.result(epoch, spe - first_step, comm);
-    r.sync_every = sync->sync_every();
-    const Evaluation v = validate(threaded, common, run.val.data, comm);
-    r.val_loss = v.loss, r.val_accuracy = v.accuracy;
-    report.end_epoch(r);
-    result.epochs.push_back(r);
-    state.epoch = epoch, state.epoch_step = 0;
-    if (saving) save(o.checkpoint, last);
+    const bool save_due = train_epoch(loop, epoch, meter);
+    result.epochs.push_back(end_epoch(loop, epoch, meter, save_due));
   }
-  run_together(comm, [&] {  // an earlier background write's failure, when no save came after it
-    if (rank == 0) writer->wait();
-  });
+  control.finish();
 
   // The report.
-  report.finish(state.epoch, state.step, seconds_now() - wall0);
-  result.params = model.params();
+  report.finish(run.state.epoch, run.state.step, seconds_now() - wall0);
+  result.params = run.model.params();
   return result;
 }
 

@@ -17,54 +17,6 @@
 namespace pitrain {
 namespace {
 
-volatile std::sig_atomic_t g_signal = 0;
-
-extern "C" void on_stop_signal(int sig) {
-  if (g_signal) {  // the second signal: stop now
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-  }
-  g_signal = sig;
-}
-
-}  // namespace
-
-StopSignals::StopSignals() {
-  g_signal = 0;
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
-}
-
-StopSignals::~StopSignals() {
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
-}
-
-int StopSignals::requested() const { return g_signal; }
-
-StopVote::StopVote(Comm& comm) : comm_(comm) {
-  if (comm_.size() > 1) MPI_Comm_dup(comm_.raw(), &votes_);
-}
-
-Vote StopVote::exchange(Vote local) {
-  if (comm_.size() == 1) return local;
-  Vote agreed;
-  if (request_ != MPI_REQUEST_NULL) {
-    comm_.wait(request_);
-    agreed = {vote_[0], vote_[1]};
-  }
-  vote_[0] = local.signal, vote_[1] = local.round_wait;
-  comm_.start_allreduce(MPI_IN_PLACE, vote_, 2, MPI_INT, MPI_MAX, &request_, votes_);
-  return agreed;
-}
-
-StopVote::~StopVote() {
-  if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
-  if (votes_ != MPI_COMM_NULL) MPI_Comm_free(&votes_);
-}
-
-namespace {
-
 // What the watchdog names: a step, or the start-up before the first step (step -1).
 std::string stall_point(int64_t step) {
   return step < 0 ? std::string("start-up (data loading, weight broadcast)")
@@ -80,12 +32,10 @@ StallWatchdog::StallWatchdog(double timeout_seconds, const Comm& comm, std::stri
       last_beat_(seconds_now()) {
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
-  if (timeout_ > 0 && level == MPI_THREAD_MULTIPLE && comm.size() > 1)
-    MPI_Comm_dup(comm.raw(), &reports_);
+  reports_ = timeout_ > 0 && level == MPI_THREAD_MULTIPLE && comm.size() > 1;
   // Made at once, empty: `pitrain elastic` times a stalled start-up from here, after this
   // watchdog's.
-  if (reports_ != MPI_COMM_NULL && comm.rank() == 0 && !stalled_file_.empty())
-    std::ofstream(stalled_file_).close();
+  if (reports_ && comm.rank() == 0 && !stalled_file_.empty()) std::ofstream(stalled_file_).close();
   if (timeout_ > 0) thread_ = std::thread(&StallWatchdog::watch, this);
 }
 
@@ -96,7 +46,6 @@ StallWatchdog::~StallWatchdog() {
   }
   stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  if (reports_ != MPI_COMM_NULL) MPI_Comm_free(&reports_);
 }
 
 void StallWatchdog::beat(int64_t step) {
@@ -117,7 +66,7 @@ void StallWatchdog::watch() {
         "--resume)\n",
         comm_.rank(), what.c_str(), stalled);
     std::fflush(stderr);
-    if (reports_ != MPI_COMM_NULL)
+    if (reports_)
       report_to_rank0(step_.load());  // the other ranks have said the same by its end
     else
       std::this_thread::sleep_for(std::chrono::seconds(2));  // let the other ranks say the same
@@ -135,7 +84,7 @@ void StallWatchdog::report_to_rank0(int64_t step) {
   int64_t mine[2] = {step, comm_.in_mpi() ? 1 : 0};
   if (comm_.rank() != 0) {
     MPI_Request request;
-    MPI_Isend(mine, 2, MPI_INT64_T, 0, 0, reports_, &request);
+    MPI_Isend(mine, 2, MPI_INT64_T, 0, kStallReportTag, comm_.raw(), &request);
     for (int done = 0; !done && seconds_now() < deadline;
          std::this_thread::sleep_for(std::chrono::milliseconds(20)))
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
@@ -147,13 +96,14 @@ void StallWatchdog::report_to_rank0(int64_t step) {
   for (int heard = 1; heard < comm_.size() && seconds_now() < deadline;) {
     int flag = 0;
     MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, 0, reports_, &flag, &status);
+    MPI_Iprobe(MPI_ANY_SOURCE, kStallReportTag, comm_.raw(), &flag, &status);
     if (!flag) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
     int64_t theirs[2];
-    MPI_Recv(theirs, 2, MPI_INT64_T, status.MPI_SOURCE, 0, reports_, MPI_STATUS_IGNORE);
+    MPI_Recv(theirs, 2, MPI_INT64_T, status.MPI_SOURCE, kStallReportTag, comm_.raw(),
+             MPI_STATUS_IGNORE);
     waiting[size_t(status.MPI_SOURCE)] = char(theirs[1]);
     ++heard;
   }
