@@ -14,7 +14,7 @@
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
 #include "pitrain/rng.h"
-#include "pitrain/threads.h"
+#include "pitrain/threaded_model.h"
 
 using namespace pitrain;
 
@@ -39,7 +39,7 @@ void bench_model(const std::string& spec, int classes, int batch, int threads, i
   auto step = [&](int s) {
     threaded.forward_backward(x.data(), y.data(), batch, Context{true, uint64_t(s)});
     adam.step(model.params().data(), model.grads().data(), model.num_params(), 1e-3f,
-              threaded.pool_for_update(batch));
+              &threaded.pool());
   };
   for (int s = 0; s < 5; ++s) step(s);  // warm-up: caches, page faults, thread pools
   const double t0 = seconds_now();

@@ -11,6 +11,7 @@ import os
 import socket
 import threading
 import time
+import urllib.request
 
 import h5py
 import numpy as np
@@ -192,4 +193,11 @@ with Server("--model", model, "--log", live, "--log", missing) as server:
         assert answer == "" or answer.startswith("HTTP/1.1 4"), (sent, answer)
     # After all that, still the same answers.
     same(server.predict(images[2].ravel()), predict_cli(os.path.join(work, "val.npy"))[2], "after the bad requests")
+
+# --host :: listens on every address: IPv4 clients reach it as well as IPv6 ones.
+with Server("--model", model, "--host", "::") as server:
+    for host in ["127.0.0.1"] + (["[::1]"] if socket.has_ipv6 and os.path.exists("/proc/net/if_inet6") else []):
+        with urllib.request.urlopen(f"http://{host}:{server.port}/api/classes", timeout=10) as res:
+            assert res.status == 200, (host, res.status)
+        print(f"ok: --host :: answers on {host}")
 print("serve API: ok")

@@ -51,7 +51,7 @@ class Server:
         self.proc = subprocess.Popen([PITRAIN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline()
-        found = re.search(r"http://([\d.]+):(\d+)/", line)
+        found = re.search(r"http://([\d.]+|\[[0-9a-f:.]*\]):(\d+)/", line)
         if not found:
             self.proc.kill()
             raise SystemExit("serve did not start: " + line + self.proc.stdout.read())

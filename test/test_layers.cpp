@@ -12,7 +12,7 @@
 #include "pitrain/matrix.h"
 #include "pitrain/model.h"
 #include "pitrain/rng.h"
-#include "pitrain/threads.h"
+#include "pitrain/thread_pool.h"
 
 using namespace pitrain;
 

@@ -11,7 +11,7 @@
 #include "pitrain/h5.h"
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
-#include "pitrain/threads.h"
+#include "pitrain/thread_pool.h"
 #include "pitrain/fit.h"
 #include "pitrain/guard.h"
 

@@ -5,7 +5,7 @@
 
 #include "pitrain/comm.h"
 #include "pitrain/dataset.h"
-#include "pitrain/threads.h"
+#include "pitrain/threaded_model.h"
 
 namespace pitrain {
 

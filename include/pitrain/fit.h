@@ -2,7 +2,6 @@
 // the data; the sync strategy (sync.h) decides how the ranks' models meet.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -11,7 +10,7 @@
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
 #include "pitrain/sync.h"
-#include "pitrain/threads.h"
+#include "pitrain/threaded_model.h"
 
 namespace pitrain {
 
@@ -66,12 +65,8 @@ struct StepResult {
 
 // One data-parallel step (number `step`, 0-based): forward and backward on this rank's batch
 // (split across its threads), the gradients met as the strategy says, then the optimizer step.
-// beside_update (fit's: the next batch's loading; x and y are spent by then) runs on a worker
-// during the update where the calling thread updates alone and the cores are not crowded, else
-// after the step; it must not use the pool or the model.
 StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x,
-                      const int32_t* y, int n, float lr, const Context& ctx, int64_t step,
-                      const std::function<void()>& beside_update = nullptr);
+                      const int32_t* y, int n, float lr, const Context& ctx, int64_t step);
 
 // Trains as the options say; rank 0 prints progress to `out`.
 TrainResult fit(const TrainOptions& opts, Comm& comm, std::ostream& out);

@@ -3,6 +3,7 @@
 // beside and then put in place: the old file survives any crash.
 #pragma once
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,7 +25,13 @@ std::string temp_path_beside(const std::string& path);
 
 // Puts the finished `tmp` in place of `path`, durably: tmp's data reach the disk before the
 // rename, and the rename before this returns (a Pi loses power: the file is the old or the new
-// one, never empty). On failure tmp is removed and an Error names `path`.
-void replace_durably(const std::string& tmp, const std::string& path);
+// one, never empty). `durable` false: the rename alone (a file rewritten many times a second,
+// which a reader must never see half written, but which may be lost). On failure tmp is removed
+// and an Error names `path`.
+void replace_durably(const std::string& tmp, const std::string& path, bool durable = true);
+
+// Writes `data` to a new file of temp_path_beside(path), created exclusively, and puts it in place
+// (replace_durably). An Error names `path` and the fix.
+void write_file_atomically(const std::string& path, std::string_view data, bool durable = true);
 
 }  // namespace pitrain

@@ -15,6 +15,7 @@ namespace pitrain {
 // The facts of a run that the banner and the JSON line describe.
 struct RunInfo {
   int ranks = 1, threads = 1;
+  std::string cores;  // how the thread pool decides that the cores are crowded (cores_text)
   int64_t train_images = 0, val_images = 0, classes = 0;
   std::string model_spec;
   int64_t params = 0;
@@ -36,7 +37,8 @@ class TrainReport {
   // On stdout, or with --json on stderr (stdout holds the JSON line alone).
   void stopped(const char* signal, int64_t step, int epoch, int64_t epoch_step,
                const std::string& checkpoint);
-  void finish(int64_t epoch, int64_t step, double wall_seconds);  // "saved ..." or the JSON line
+  // "saved ..." or the JSON line; crowded_share: ThreadedModel::crowded_share().
+  void finish(int64_t epoch, int64_t step, double wall_seconds, double crowded_share);
 
  private:
   std::string bar(int64_t step) const;

@@ -7,7 +7,7 @@
 #include "pitrain/dataset.h"
 #include "pitrain/error.h"
 #include "pitrain/evaluate.h"
-#include "pitrain/threads.h"
+#include "pitrain/threaded_model.h"
 
 namespace pitrain::cli {
 

@@ -67,9 +67,9 @@ std::string temp_path_beside(const std::string& path) {
   return path + suffix;
 }
 
-void replace_durably(const std::string& tmp, const std::string& path) {
+void replace_durably(const std::string& tmp, const std::string& path, bool durable) {
   // A write the disk refused (EIO, a quota) shows here at the latest: then the old file stays.
-  if (const int error = fsync_path(tmp)) {
+  if (const int error = durable ? fsync_path(tmp) : 0) {
     std::remove(tmp.c_str());
     throw Error(path + ": cannot write " + tmp + " to the disk (" + std::strerror(error) + "); " +
                 path + " is left as it was; check the disk and its free space");
@@ -80,7 +80,27 @@ void replace_durably(const std::string& tmp, const std::string& path) {
     throw Error(path + ": cannot replace (" + std::strerror(error) +
                 "); check that the folder is writable");
   }
-  fsync_path(folder_of(path));  // the rename itself, where the file system lets a folder be synced
+  if (durable) fsync_path(folder_of(path));  // the rename, where a folder can be synced
+}
+
+void write_file_atomically(const std::string& path, std::string_view data, bool durable) {
+  const std::string tmp = temp_path_beside(path);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  bool written = fd >= 0;
+  for (size_t at = 0; written && at < data.size();) {
+    const ssize_t n = ::write(fd, data.data() + at, data.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    written = n > 0;
+    at += written ? size_t(n) : 0;
+  }
+  const int error = errno;
+  if (fd >= 0) ::close(fd);
+  if (!written) {
+    if (fd >= 0) std::remove(tmp.c_str());
+    throw Error(path + ": cannot write " + tmp + " (" + std::strerror(error) +
+                "); check that the folder is writable and has room");
+  }
+  replace_durably(tmp, path, durable);
 }
 
 }  // namespace pitrain

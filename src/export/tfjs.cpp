@@ -1,8 +1,4 @@
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "pitrain/error.h"
@@ -15,23 +11,6 @@ namespace pitrain {
 namespace {
 
 constexpr const char* kShard = "group1-shard1of1.bin";
-
-// Written beside and put in place: a reader never sees half a file.
-void write_file(const std::string& path, const char* data, size_t size) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(data, std::streamsize(size));
-    out.close();
-    if (!out) {
-      const int error = errno;
-      std::remove(tmp.c_str());
-      throw Error(tmp + ": cannot write (" + std::strerror(error) +
-                  "); check that the folder is writable and has room");
-    }
-  }
-  replace_durably(tmp, path);
-}
 
 nlohmann::ordered_json metadata(const Checkpoint& ckpt) {
   return {
@@ -67,8 +46,9 @@ void export_tfjs(const Checkpoint& ckpt, const std::string& dir) {
       const auto first = model.params().begin() + model.param_offset(i) + p.offset;
       shard.insert(shard.end(), first, first + p.size());
     }
-  write_file(dir + "/" + kShard, reinterpret_cast<const char*>(shard.data()),
-             shard.size() * sizeof(float));
+  // Each file is written beside and put in place: a reader never sees half a file.
+  write_file_atomically(dir + "/" + kShard, {reinterpret_cast<const char*>(shard.data()),
+                                             shard.size() * sizeof(float)});
   const nlohmann::ordered_json json = {
       {"format", "layers-model"},
       {"generatedBy", "pitrain"},
@@ -81,7 +61,7 @@ void export_tfjs(const Checkpoint& ckpt, const std::string& dir) {
       {"userDefinedMetadata", metadata(ckpt)},
   };
   const std::string text = json_text(json, 1);
-  write_file(dir + "/model.json", text.data(), text.size());
+  write_file_atomically(dir + "/model.json", text);
 }
 
 }  // namespace pitrain

@@ -6,7 +6,7 @@
 #include "pitrain/keras.h"
 #include "pitrain/layer_registry.h"
 #include "pitrain/matrix.h"
-#include "pitrain/threads.h"
+#include "pitrain/thread_pool.h"
 
 namespace pitrain {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "pitrain/error.h"
 #include "pitrain/finite.h"
-#include "pitrain/threads.h"
+#include "pitrain/thread_pool.h"
 #include "pitrain/vector_copies.h"
 
 namespace pitrain {

@@ -285,8 +285,14 @@ MHD_Daemon* start(App& app, const ServeOptions& opts) {
   std::memcpy(&addr, found->ai_addr, found->ai_addrlen);
   freeaddrinfo(found);
   // MHD_USE_ITC: at the connection limit the server stops accepting, and clients wait in the queue.
-  const unsigned flags =
-      MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+  // `--host ::` (every address) takes IPv4 clients too, as a wildcard does elsewhere on Linux.
+  const bool v6 = addr.ss_family == AF_INET6;
+  const bool every_address =
+      v6 && IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr);
+  const unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC |
+                         (every_address ? MHD_USE_DUAL_STACK
+                          : v6          ? MHD_USE_IPv6
+                                        : 0);
   const unsigned connections = unsigned(opts.connections);
   MHD_Daemon* daemon =
       MHD_start_daemon(flags, uint16_t(opts.port), nullptr, nullptr, &on_request, &app,  //

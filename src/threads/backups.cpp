@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "pitrain/image_files.h"
-#include "pitrain/threads.h"
+#include "pitrain/threaded_model.h"
 
 namespace pitrain {
 namespace {
@@ -57,7 +57,7 @@ LossStats ThreadedModel::forward_backward_crowded(const float* x, const int32_t*
   while (read_by_a_worker(free_slot)) ++free_slot;
   Slot& slot = slots_[size_t(free_slot)];
   slot.params.resize(size_t(model_.num_params()));
-  write_for_another_core(model_.params().data(), nullptr, slot.params.data(), model_.num_params());
+  copy_for_another_core(model_.params().data(), slot.params.data(), model_.num_params());
   slot.x.assign(x, x + int64_t(n) * kImagePixels), slot.y.assign(y, y + n);
   slot.n = n, slot.count = count, slot.batch = batch, slot.ctx = ctx;
   open_batch_ = batch << kLowBits | uint64_t(free_slot);
@@ -90,7 +90,7 @@ LossStats ThreadedModel::forward_backward_crowded(const float* x, const int32_t*
   const int chain_count = chains(n);
   for (int chain = 0; chain < chain_count; ++chain)
     for (int s = chain + chain_count; s < count; s += chain_count) add_share_to_chain(s, chain);
-  add_chains(chain_count, ChainSums::in_chain_buffers, 0, model_.num_params());
+  add_chains(chain_count, 0, model_.num_params());
   return sum_stats(count);
 }
 

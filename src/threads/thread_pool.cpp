@@ -5,7 +5,7 @@
 
 #include "pitrain/comm.h"
 #include "pitrain/error.h"
-#include "pitrain/threads.h"
+#include "pitrain/thread_pool.h"
 
 namespace pitrain {
 namespace {
@@ -19,27 +19,32 @@ bool spin_until(int micros, Done done) {
   return true;
 }
 
-// Whether the calling thread, over the last window, waited for a core (ready to run) more than an
-// eighth of the time it ran: from the kernel's scheduler statistics, nanoseconds on a core and
-// waiting for one (/proc/thread-self/schedstat). Where the kernel keeps none (no file, or zeros
-// though the thread ran jobs): crowded. The first read, at the end of the thread's first job, only
-// sets the counts: from the thread's start they would count the process's start-up, when a thread
-// waits for a core far longer than it runs, even on free cores. The first window after it is short
-// (the pool counts the cores free until then), the later ones long enough to smooth them.
+constexpr const char* kSchedstat = "/proc/thread-self/schedstat";
+
+// This thread's nanoseconds on a core and waiting for one (ready to run), from the kernel's
+// scheduler statistics; false where the kernel keeps none (no file: a kernel without schedstats).
+bool read_schedstat(int64_t& run, int64_t& wait) {
+  return bool(std::ifstream(kSchedstat) >> run >> wait);
+}
+
+// Whether the calling thread, over the last window, waited for a core more than an eighth of the
+// time it ran (read_schedstat). update() returns false where the statistics stay zero though
+// the thread ran jobs: then nothing can be measured. The first read, at the end of the thread's
+// first job, only sets the counts: from the thread's start they would count the process's start-up,
+// when a thread waits for a core far longer than it runs, even on free cores. The first window
+// after it is short (the pool counts the cores free until then), the later ones long enough to
+// smooth them.
 class CrowdingMeter {
  public:
-  void update(std::atomic<bool>& crowded) {
+  bool update(std::atomic<bool>& crowded) {
     const auto now = std::chrono::steady_clock::now();
-    if (reads_ > 0 && now - last_ < (reads_ == 1 ? kFirstWindow : kWindow)) return;
+    if (reads_ > 0 && now - last_ < (reads_ == 1 ? kFirstWindow : kWindow)) return true;
     last_ = now;
     int64_t run = 0, wait = 0;
-    const bool read = bool(std::ifstream("/proc/thread-self/schedstat") >> run >> wait);
-    if (!read || (reads_ > 0 && run <= run_)) {
-      crowded = true;
-    } else if (reads_ > 0) {
-      crowded = 8 * (wait - wait_) > run - run_;
-    }
+    if (!read_schedstat(run, wait) || (reads_ > 0 && run <= run_)) return false;
+    if (reads_ > 0) crowded = 8 * (wait - wait_) > run - run_;
     reads_ = std::min(reads_ + 1, 2), run_ = run, wait_ = wait;
+    return true;
   }
 
  private:
@@ -53,7 +58,8 @@ class CrowdingMeter {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads, Cores cores) : home_taken_(size_t(std::max(threads, 1))) {
-  set_cores(cores);
+  int64_t run = 0, wait = 0;
+  measurable_ = read_schedstat(run, wait);
   try {
     for (int t = 1; t < threads; ++t) workers_.emplace_back(&ThreadPool::work, this, t);
   } catch (const std::system_error& e) {  // a limit on processes (ulimit -u, a container's pids)
@@ -61,6 +67,7 @@ ThreadPool::ThreadPool(int threads, Cores cores) : home_taken_(size_t(std::max(t
     throw Error("--threads " + std::to_string(threads) + ": cannot start thread " +
                 std::to_string(workers_.size() + 1) + " (" + e.what() + "); use fewer threads");
   }
+  set_cores(cores);  // once the workers are counted
 }
 
 ThreadPool::~ThreadPool() { stop_workers(); }
@@ -98,7 +105,9 @@ void ThreadPool::take_items(int self) {
     if (claim(t)) take(t);
 }
 
-int ThreadPool::poll_micros() const { return crowded_ ? kSpinMicros : kFreePollMicros; }
+// Crowded: a polling worker would take a core that the others need (bench/compare_builds.sh beside
+// a busy neighbour; bench/RESULTS.md, "What the threads' mechanisms buy").
+int ThreadPool::poll_micros() const { return crowded_ ? 0 : kFreePollMicros; }
 
 // Each worker waits for a new job (polling, then asleep on start_); it joins a job of items only
 // while the job is open, a posted one whenever it comes. One of them measures whether the cores
@@ -132,8 +141,10 @@ void ThreadPool::work(int self) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (--active_ == 0) done_.notify_one();
     }
-    // After the job: its caller does not wait for it.
-    if (measures_crowding && measured_) meter.update(crowded_);
+    // After the job: its caller does not wait for it. Where nothing can be measured, all threads
+    // work, always.
+    if (measures_crowding && measured_ && !meter.update(crowded_))
+      measurable_ = false, set_cores(Cores::measured);
   }
 }
 
@@ -148,8 +159,17 @@ void ThreadPool::post(const std::function<void(int)>& job) {
 }
 
 void ThreadPool::set_cores(Cores cores) {
-  measured_ = cores == Cores::measured;
-  if (!measured_) crowded_ = cores == Cores::crowded;
+  measured_ = cores == Cores::measured && measurable_ && size() > 1;
+  crowded_ = cores == Cores::crowded;
+}
+
+std::string ThreadPool::cores_text() const {
+  if (size() == 1) return "one thread";
+  if (!measurable_)
+    return std::string("not measured (no ") + kSchedstat + "): all threads always work";
+  return measured_  ? "measured (backups while other processes take the cores)"
+         : crowded_ ? "set crowded"
+                    : "set free";
 }
 
 void ThreadPool::withdraw_posted() {

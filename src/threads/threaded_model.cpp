@@ -7,7 +7,7 @@
 
 #include "pitrain/image_files.h"
 #include "pitrain/matrix.h"
-#include "pitrain/threads.h"
+#include "pitrain/threaded_model.h"
 
 namespace pitrain {
 namespace {
@@ -19,26 +19,19 @@ void add(const float* from, float* to, int64_t lo, int64_t hi) {
 
 }  // namespace
 
-// dst = a + b, or a where b is null. By x86's streaming stores where the build has them: they
-// write whole lines to memory without first taking them back from the cores that read the last
-// copy, and leave none behind in the writer's cache, so that the reader's next writes there
-// take no line back from the writer either. For the copy of the weights std::copy is as fast
-// on a calm VM and slower on a busy one (bench/compute.sh); for the chains' sums, threads.h.
-void ThreadedModel::write_for_another_core(const float* a, const float* b, float* dst, int64_t n) {
-  auto at = [&](int64_t i) { return b ? a[i] + b[i] : a[i]; };
+// By x86's streaming stores where the build has them: they write whole lines to memory without
+// first taking them back from the cores that read the last copy, and leave none behind in the
+// writer's cache, so that the reader's next writes there take no line back from the writer either
+// (bench/compute.sh's busy neighbour: faster than std::copy).
+void ThreadedModel::copy_for_another_core(const float* src, float* dst, int64_t n) {
 #if defined(__SSE__)
   int64_t i = 0;
-  for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % 16 != 0; ++i) dst[i] = at(i);
-  if (b) {
-    for (; i + 4 <= n; i += 4)
-      _mm_stream_ps(dst + i, _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
-  } else {
-    for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(a + i));
-  }
-  for (; i < n; ++i) dst[i] = at(i);
+  for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % 16 != 0; ++i) dst[i] = src[i];
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
   _mm_sfence();  // streaming stores are weakly ordered: done before another thread is told
 #else
-  for (int64_t i = 0; i < n; ++i) dst[i] = at(i);
+  std::copy(src, src + n, dst);
 #endif
 }
 
@@ -64,10 +57,6 @@ int ThreadedModel::shares(int n) const {
 
 int ThreadedModel::chains(int n) const { return std::min(shares(n), pool_.size()); }
 
-bool ThreadedModel::workers_copy_weights(int n) const {
-  return shares(n) > 1 && double(n) * flops_per_row_per_param_ >= kMinFlopsPerParamToCopy;
-}
-
 void ThreadedModel::reserve(int batch) {
   pool_.withdraw_posted();  // the workers' scratch changes
   const int count = shares(batch);
@@ -76,21 +65,12 @@ void ThreadedModel::reserve(int batch) {
   for (int t = 0; t < threads; ++t) of_thread(t).reserve((batch + count - 1) / count);
   // Here, where a lack of memory shows at the start.
   if (count > 1 && pool_.size() > 1) add_backup_scratch(count);
-  add_chain_sums(batch);
-}
-
-void ThreadedModel::add_chain_sums(int n) {
-  if (!workers_copy_weights(n)) return;
-  while (int(chain_sums_.size()) + 1 < chains(n))
-    chain_sums_.emplace_back(size_t(model_.num_params()));
 }
 
 void ThreadedModel::add_scratch(int count) {
-  if (count > 1 && pool_.size() > 1 && copies_.empty()) {
-    workers_params_.resize(size_t(model_.num_params()));
+  if (count > 1 && pool_.size() > 1 && copies_.empty())
     while (int(copies_.size()) + 1 < pool_.size())
-      copies_.push_back(Model::reading_params(model_, workers_params_.data()));
-  }
+      copies_.push_back(Model::reading_params(model_, model_.params().data()));
   while (int(share_grads_.size()) + 1 < count)
     share_grads_.emplace_back(size_t(model_.num_params()));
   if (int(stats_.size()) < count) stats_.resize(size_t(count));
@@ -100,8 +80,6 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   const int count = shares(n);
   add_scratch(count);
   ++batches_;
-  const bool copy = count > 1 && !copies_.empty() && workers_copy_weights(n);
-  float* workers_read = copy ? workers_params_.data() : model_.params().data();
   auto first = [&](int s) { return first_row(n, count, s); };
   const int chain_count = chains(n);
   auto chain_job = [&](int chain, int t) {
@@ -109,7 +87,7 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
       const bool prepared = prepared_batch_[size_t(t)] == batches_;
       prepared_batch_[size_t(t)] = batches_;
       // Each thread binds its own scratch.
-      if (!prepared && t != 0) of_thread(t).read_params(workers_read);
+      if (!prepared && t != 0) of_thread(t).read_params(model_.params().data());
       share(of_thread(t), s, chain, first(s), first(s + 1) - first(s), prepared);
     }
   };
@@ -117,9 +95,6 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   if (pool_.crowded()) {
     for (int chain = 0; chain < chain_count; ++chain) chain_job(chain, 0);
   } else {
-    if (copy)
-      write_for_another_core(model_.params().data(), nullptr, workers_params_.data(),
-                             model_.num_params());
     pool_.run_on_threads(chain_count, chain_job);
   }
 }
@@ -145,17 +120,9 @@ void ThreadedModel::add_share_to_chain(int s, int chain) {
   add(grads_of_share(s), grads_of_share(chain), 0, model_.num_params());
 }
 
-void ThreadedModel::write_chain_sum(int s, int chain) {
-  write_for_another_core(grads_of_share(chain), s != chain ? grads_of_share(s) : nullptr,
-                         chain_sums_[size_t(chain - 1)].data(), model_.num_params());
-}
-
-void ThreadedModel::add_chains(int chain_count, ChainSums sums, int64_t lo, int64_t hi) {
-  for (int chain = 1; chain < chain_count; ++chain) {
-    const float* sum = sums == ChainSums::written_out ? chain_sums_[size_t(chain - 1)].data()
-                                                      : grads_of_share(chain);
-    add(sum, model_.grads().data(), lo, hi);
-  }
+void ThreadedModel::add_chains(int chain_count, int64_t lo, int64_t hi) {
+  for (int chain = 1; chain < chain_count; ++chain)
+    add(grads_of_share(chain), model_.grads().data(), lo, hi);
 }
 
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n,
@@ -166,7 +133,9 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     whole.pool = &pool_;
     return model_.forward_backward(x, y, n, whole, ready);
   }
+  ++split_batches_;
   if (pool_.crowded() && pool_.size() > 1) {
+    ++crowded_batches_;
     const LossStats stats = forward_backward_crowded(x, y, n, ctx);
     if (ready) ready(0);
     return stats;
@@ -176,25 +145,14 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     ~OwnGrads() { m.bind_grads(m.grads().data()); }
   } own_grads{model_};
   const int chain_count = chains(n);
-  // As the calling thread updates alone (pool_for_update).
-  const bool sum_alone = workers_copy_weights(n);
-  add_chain_sums(n);
   for_each_share(n, [&](Model& scratch, int s, int chain, int, int, bool prepared) {
     scratch.bind_grads(grads_of_share(s));
     stats_[size_t(s)] = share_forward_backward(scratch, x, y, n, count, s, ctx, prepared);
-    if (sum_alone && chain != 0 && s + chain_count >= count)
-      write_chain_sum(s, chain);  // the chain's last share
-    else if (s != chain)
-      add_share_to_chain(s, chain);
+    if (s != chain) add_share_to_chain(s, chain);
   });
   // Share 0's buffer gets the sum of the chains', each element added in chain order.
-  if (sum_alone) {
-    add_chains(chain_count, ChainSums::written_out, 0, model_.num_params());
-  } else {
-    pool_.run_ranges(model_.num_params(), [&](int64_t lo, int64_t hi) {
-      add_chains(chain_count, ChainSums::in_chain_buffers, lo, hi);
-    });
-  }
+  pool_.run_ranges(model_.num_params(),
+                   [&](int64_t lo, int64_t hi) { add_chains(chain_count, lo, hi); });
   if (ready) ready(0);
   return sum_stats(count);
 }

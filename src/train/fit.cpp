@@ -18,7 +18,7 @@
 #include "pitrain/run_control.h"
 #include "pitrain/memory.h"
 #include "pitrain/paths.h"
-#include "pitrain/threads.h"
+#include "pitrain/threaded_model.h"
 #include "pitrain/progress.h"
 #include "pitrain/rng.h"
 
@@ -185,8 +185,7 @@ double time_step(ThreadedModel& threaded, const Split& train, const TrainOptions
   auto opt = make_optimizer(o.optimizer, model.num_params(), o.momentum);
   auto step = [&] {
     threaded.forward_backward(b.x, b.y, b.n, Context{true, 0});
-    opt->step(params.data(), model.grads().data(), model.num_params(), o.lr,
-              threaded.pool_for_update(b.n));
+    opt->step(params.data(), model.grads().data(), model.num_params(), o.lr, &threaded.pool());
   };
   step();
   std::vector<double> windows;
@@ -254,9 +253,11 @@ SyncChoice choose_run_sync(const TrainOptions& o, Comm& comm, ThreadedModel& thr
 }
 
 // What the banner and the JSON line say about the run.
-RunInfo run_info(const Run& run, int ranks, int threads, int64_t spe, const SyncChoice& choice) {
+RunInfo run_info(const Run& run, int ranks, const ThreadPool& pool, int64_t spe,
+                 const SyncChoice& choice) {
   return RunInfo{ranks,
-                 threads,
+                 pool.size(),
+                 pool.cores_text(),
                  run.train.total_rows,
                  run.val.total_rows,
                  int64_t(run.train.class_names.size()),
@@ -292,19 +293,15 @@ bool train_epoch(Loop& l, int epoch, EpochMeter& meter) {
   l.loader.reset_shuffled(state.seed, rank, epoch, l.spe, first_step);
   l.report.start_epoch(epoch, l.spe);
   bool save_due = false;
-  // Each step loads the next one's batch (into the same buffers) while it updates the weights.
-  Batch b = first_step < l.spe ? l.loader.next() : Batch{};
   for (int64_t s = first_step; s < l.spe; ++s) {
     const int64_t step = state.step;
     l.watchdog.beat(step);
     const Context ctx{true, rng_key(state.seed, 0xd2, uint64_t(rank), uint64_t(step))};
-    const int rows = b.n;
-    const auto load_next = [&] { b = l.loader.next(); };
+    const Batch b = l.loader.next();
     const StepResult r =
-        train_step(l.threaded, *l.run.opt, l.sync, b.x, b.y, rows, l.schedule.at(step), ctx, step,
-                   s + 1 < l.spe ? std::function<void()>(load_next) : nullptr);
+        train_step(l.threaded, *l.run.opt, l.sync, b.x, b.y, b.n, l.schedule.at(step), ctx, step);
     check_finite(l.run.model, r, step, epoch, l.o.checkpoint, rank);
-    meter.add(r.stats, rows);
+    meter.add(r.stats, b.n);
     ++state.step, state.epoch_step = s + 1;
     l.report.update(s + 1, meter.loss(), meter.accuracy(), meter.seconds(), meter.mpi_share());
     const StepDecision d = l.control.after_step(step);
@@ -346,29 +343,17 @@ EpochResult end_epoch(Loop& l, int epoch, EpochMeter& meter, bool save_due) {
 }  // namespace
 
 StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x,
-                      const int32_t* y, int n, float lr, const Context& ctx, int64_t step,
-                      const std::function<void()>& beside_update) {
+                      const int32_t* y, int n, float lr, const Context& ctx, int64_t step) {
   Model& model = threaded.model();
   float* grads = model.grads().data();
   StepResult r;
   r.stats = threaded.forward_backward(x, y, n, ctx,
                                       [&](int64_t lo) { sync.gradients_ready(grads, lo, step); });
   r.grads_shared = sync.reduce_gradients(grads, step, opt);
-  ThreadPool* update_pool = threaded.pool_for_update(n);
-  auto update = [&] {
-    r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, update_pool);
-  };
-  // Where the calling thread updates alone, a worker runs beside_update meanwhile (item 1; item 0
-  // stays on the calling thread), unless the cores are crowded: a worker the OS holds back would
-  // keep the update waiting.
-  ThreadPool& pool = threaded.pool();
-  const bool overlapped = beside_update && !update_pool && pool.size() > 1 && !pool.crowded();
-  if (overlapped)
-    pool.run_on_threads(2, [&](int item, int) { item == 0 ? update() : beside_update(); });
-  else
-    update();
+  // By ranges on the pool's threads (and a batch that is not cut splits Dense's kernel rows across
+  // them likewise, so that each range is in the cache of the core that updates it).
+  r.grads_finite = opt.step(model.params().data(), grads, model.num_params(), lr, &threaded.pool());
   sync.after_update(model.params().data(), step);
-  if (beside_update && !overlapped) beside_update();
   return r;
 }
 
@@ -376,8 +361,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   // Set-up: threads, data, model and optimizer, the sync strategy, run control, the report.
   const double wall0 = seconds_now();
   check_expected_ranks(o, comm);
-  const int threads = o.threads ? o.threads : default_threads();
-  ThreadPool pool(threads);
+  ThreadPool pool(o.threads ? o.threads : default_threads());
   // Rank 0 checks its outputs before the watchdog writes FILE.stalled (the ranks that had not
   // arrived, for `pitrain elastic`) beside the progress file; the failure is shared after it
   // starts, since the first collective already stalls on a rank cut off from the others.
@@ -398,7 +382,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   auto sync = make_sync_strategy(comm, run.model.params().data(), run.model.num_params(),
                                  choice.opts, matrices);
   RunControl control(o, comm, *sync, run.model, *run.opt, run.state, run.train.class_names);
-  TrainReport report(out, o, run_info(run, comm.size(), threads, spe, choice), comm.rank() == 0);
+  TrainReport report(out, o, run_info(run, comm.size(), pool, spe, choice), comm.rank() == 0);
   const float lr = o.lr * choice.opts.inner_lr_scale;
   Loop loop{o,
             comm,
@@ -423,7 +407,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   control.finish();
 
   // The report.
-  report.finish(run.state.epoch, run.state.step, seconds_now() - wall0);
+  report.finish(run.state.epoch, run.state.step, seconds_now() - wall0, threaded.crowded_share());
   result.params = run.model.params();
   return result;
 }

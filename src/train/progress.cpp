@@ -80,10 +80,7 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
             ? log_rows_up_to(opts.log_csv, run.resumed_epochs)
             : "";
     if (!kept.empty()) {
-      const std::string tmp = opts.log_csv + ".tmp";
-      if (!(std::ofstream(tmp, std::ios::trunc) << kept))
-        throw Error("--log " + opts.log_csv + ": cannot write " + tmp + "; check the free space");
-      replace_durably(tmp, opts.log_csv);
+      write_file_atomically(opts.log_csv, kept);
       csv_.open(opts.log_csv, std::ios::app);
     } else {
       csv_.open(opts.log_csv, std::ios::trunc);
@@ -101,6 +98,7 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
                ? ", resumed after step " + std::to_string(run.resumed_after_step)
                : "")
        << "\n"
+       << (run.threads > 1 ? "threads: crowded cores " + run.cores + "\n" : "")
        << (run.sync.why.empty() ? "" : "sync auto: " + run.sync.why + "\n") << std::flush;
 }
 
@@ -178,7 +176,7 @@ void TrainReport::stopped(const char* signal, int64_t step, int epoch, int64_t e
                                   << std::endl;
 }
 
-void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
+void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds, double crowded_share) {
   if (progress_ && !opts_.checkpoint.empty())
     out_ << "saved " << opts_.checkpoint << " (epoch " << epoch << ", step " << step << ")\n";
   if (!speaks_ || !opts_.json) return;
@@ -190,6 +188,8 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
   const nlohmann::ordered_json j = {
       {"ranks", run_.ranks},
       {"threads", run_.threads},
+      {"cores", run_.cores},
+      {"crowded_share", crowded_share},
       {"batch_per_rank", opts_.batch_size},
       {"steps", steps_run_},
       {"steps_per_epoch", run_.steps_per_epoch},
@@ -210,7 +210,8 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
       // As given, not float's 0.0010000000474974513.
       {"lr", std::stod(format_number("%.6g", opts_.lr))},
       {"gemm", gemm_backend()},
-      {"sync", opts_.sync_auto ? "auto" : "manual"},
+      {"sync", opts_.sync_auto ? "auto" : run_.sync.opts.strategy},
+      {"strategy", run_.sync.opts.strategy},
       {"sync_every", run_.sync.opts.sync_every},
       {"sync_every_last", last_.sync_every},
       {"grad_dtype", wire_type_name(run_.sync.opts.wire)},
@@ -229,9 +230,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds) {
 void ProgressFile::update(int64_t step, double seconds_now) {
   if (path_.empty() || seconds_now - last_write_ < 0.1) return;
   last_write_ = seconds_now;
-  const std::string tmp = path_ + ".tmp";
-  { std::ofstream(tmp) << step << "\n"; }
-  std::rename(tmp.c_str(), path_.c_str());
+  write_file_atomically(path_, std::to_string(step) + "\n", false);
   stop_ = access((path_ + ".stop").c_str(), F_OK) == 0;
 }
 
