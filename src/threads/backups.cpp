@@ -1,5 +1,5 @@
-// A crowded batch's shares with backups (threads.h, ThreadedModel): the calling thread computes
-// from the first share, the workers from the last, and no one waits for a worker.
+// A crowded batch's shares with backups (threaded_model.h, ThreadedModel): the calling thread
+// computes from the first share, the workers from the last, and no one waits for a worker.
 #include <algorithm>
 
 #include "pitrain/image_files.h"
