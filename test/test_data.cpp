@@ -2,6 +2,9 @@
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <set>
 
@@ -243,38 +246,47 @@ std::multiset<std::pair<int, int>> image_ids(const Split& s) {
 
 }  // namespace
 
-TEST_CASE("prepare: per-class counts, nothing lost or duplicated, same seed same file") {
-  TempDir dir;
-  write_class_files(dir);
-  PrepareOptions o;
-  o.npy_dir = dir.path;
-  o.classes = {"c0", "c1", "c2"};
-  o.max_per_class = 24;  // c0 has 20, c1 25, c2 30: the first 24 of the last two
-  o.seed = 7;
-  o.out = dir / "a.h5";
-  const auto counts = prepare_dataset(o);
-  REQUIRE(counts.size() == 3);
-  CHECK(counts[0].train + counts[0].val == 20);
-  CHECK(counts[1].train + counts[1].val == 24);
-  CHECK(counts[2].train + counts[2].val == 24);
-  auto train = load_rank_slice(o.out, "train", 0, 1), val = load_rank_slice(o.out, "val", 0, 1);
-  CHECK(val.data.size() == 7);  // round(68 * 0.1)
-  CHECK(train.class_names == o.classes);
-  auto ids = image_ids(train.data);
-  for (auto id : image_ids(val.data)) ids.insert(id);
-  std::multiset<std::pair<int, int>> expected;
-  for (int c = 0; c < 3; ++c)
-    for (int r = 0; r < std::min(24, 20 + 5 * c); ++r) expected.insert({c, r});
-  CHECK(ids == expected);
-  o.out = dir / "b.h5";
-  prepare_dataset(o);
-  CHECK(load_rank_slice(dir / "b.h5", "train", 0, 1).data.images == train.data.images);
-  o.seed = 8, o.out = dir / "c.h5";
-  prepare_dataset(o);
-  CHECK(load_rank_slice(dir / "c.h5", "train", 0, 1).data.images != train.data.images);
-  auto f = h5::File::open_read(dir / "a.h5");
-  CHECK(f.attr_string("seed") == "7");
-  CHECK(f.attr_string("source").find("CC BY 4.0") != std::string::npos);
+// In memory, and through bucket files (10 KB: buckets of about three drawings).
+TEST_CASE(
+    "prepare: per-class counts, nothing lost or duplicated, same seed same file, in memory or "
+    "through buckets") {
+  for (int64_t memory : {kDefaultPrepareMemory, int64_t(10) << 10}) {
+    TempDir dir;
+    write_class_files(dir);
+    PrepareOptions o;
+    o.memory = memory;
+    o.npy_dir = dir.path;
+    o.classes = {"c0", "c1", "c2"};
+    o.max_per_class = 24;  // c0 has 20, c1 25, c2 30: the first 24 of the last two
+    o.seed = 7;
+    o.out = dir / "a.h5";
+    const auto counts = prepare_dataset(o);
+    REQUIRE(counts.size() == 3);
+    CHECK(counts[0].train + counts[0].val == 20);
+    CHECK(counts[1].train + counts[1].val == 24);
+    CHECK(counts[2].train + counts[2].val == 24);
+    auto train = load_rank_slice(o.out, "train", 0, 1), val = load_rank_slice(o.out, "val", 0, 1);
+    CHECK(val.data.size() == 7);  // round(68 * 0.1)
+    CHECK(train.class_names == o.classes);
+    auto ids = image_ids(train.data);
+    for (auto id : image_ids(val.data)) ids.insert(id);
+    std::multiset<std::pair<int, int>> expected;
+    for (int c = 0; c < 3; ++c)
+      for (int r = 0; r < std::min(24, 20 + 5 * c); ++r) expected.insert({c, r});
+    CHECK(ids == expected);
+    o.out = dir / "b.h5";
+    prepare_dataset(o);
+    CHECK(load_rank_slice(dir / "b.h5", "train", 0, 1).data.images == train.data.images);
+    o.seed = 8, o.out = dir / "c.h5";
+    prepare_dataset(o);
+    CHECK(load_rank_slice(dir / "c.h5", "train", 0, 1).data.images != train.data.images);
+    auto f = h5::File::open_read(dir / "a.h5");
+    CHECK(f.attr_string("seed") == "7");
+    CHECK(f.attr_string("source").find("CC BY 4.0") != std::string::npos);
+    size_t files = 0;  // the class files and the three outputs: no bucket file left behind
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path)) ++files;
+    CHECK(files == 6);
+  }
 }
 
 TEST_CASE("prepare: IDX train and test sets become /train and /val") {
@@ -343,6 +355,101 @@ TEST_CASE("load_rank_slice reads exactly its rows and validates the file") {
                 "/train/images has shape (2,27,28), expected (N,28,28)");
   require_error([&] { load_rank_slice(dir / "shape.h5", "val", 0, 1); },
                 "dataset /val/images is missing");
+}
+
+// Rows whose first pixels spell their index, so that a batch tells which rows it holds.
+Split numbered_split(int64_t n, int classes) {
+  Split s;
+  s.images.assign(size_t(n) * kImagePixels, 0);
+  s.labels.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int b = 0; b < 3; ++b)
+      s.images[size_t(i) * kImagePixels + size_t(b)] = uint8_t(i >> (8 * b));
+    s.labels[size_t(i)] = int32_t(i % classes);
+  }
+  return s;
+}
+
+// The row indices of a batch of numbered rows, checking each label against its index.
+std::vector<int64_t> row_indices(const Batch& b, int classes) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < b.n; ++i) {
+    const float* x = b.x + int64_t(i) * kImagePixels;
+    int64_t index = 0;
+    for (int k = 0; k < 3; ++k) index |= int64_t(std::lround(x[k] * 255)) << (8 * k);
+    CHECK(b.y[i] == int32_t(index % classes));
+    out.push_back(index);
+  }
+  return out;
+}
+
+// An epoch's rows from `first` on, batch by batch.
+std::vector<std::vector<int64_t>> epoch_batches(BatchLoader& loader, uint64_t seed, int64_t epoch,
+                                                int64_t steps, int64_t first, int classes) {
+  loader.reset_shuffled(seed, 0, epoch, steps, first);
+  std::vector<std::vector<int64_t>> out;
+  while (loader.has_next()) out.push_back(row_indices(loader.next(), classes));
+  return out;
+}
+
+TEST_CASE(
+    "a streamed slice: every row once an epoch, in windows of blocks in a seeded order, and a "
+    "resume mid-epoch reads on as the uninterrupted epoch") {
+  TempDir dir;
+  const int classes = 5;
+  const int64_t n = 1000;
+  write_dataset(dir / "d.h5", numbered_split(n, classes), numbered_split(40, classes),
+                test::class_names(classes), {});
+  // 40 KB: windows of 24 rows in blocks of 6, the 167 blocks' rows read again every epoch.
+  const RankSlice slice = load_rank_slice(dir / "d.h5", "train", 0, 1, 40 << 10);
+  REQUIRE(slice.streamed());
+  CHECK(slice.block_rows == 6);
+  CHECK(slice.window_blocks == 4);
+  CHECK(slice.data.images.empty());
+  CHECK(first_rows(slice, 7).images == std::vector<uint8_t>(numbered_split(7, classes).images));
+  BatchLoader loader(slice, 25);
+  const auto epoch1 = epoch_batches(loader, 3, 1, 40, 0, classes);
+  std::vector<int64_t> seen;
+  for (const auto& b : epoch1) seen.insert(seen.end(), b.begin(), b.end());
+  std::vector<int64_t> sorted = seen;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(sorted == all);  // every row once
+  // A window's rows come from blocks all over the slice, and in a shuffled order.
+  const std::vector<int64_t> window(seen.begin(), seen.begin() + 24);
+  CHECK(*std::max_element(window.begin(), window.end()) -
+            *std::min_element(window.begin(), window.end()) >
+        100);
+  CHECK_FALSE(std::is_sorted(window.begin(), window.end()));
+  // A pure function of the seed and the epoch.
+  CHECK(epoch_batches(loader, 3, 1, 40, 0, classes) == epoch1);
+  CHECK(epoch_batches(loader, 3, 2, 40, 0, classes) != epoch1);
+  CHECK(epoch_batches(loader, 4, 1, 40, 0, classes) != epoch1);
+  // Resumed at batch 13 (mid-window), and at the start of the last window.
+  for (int64_t first : {13, 39}) {
+    BatchLoader resumed(slice, 25);
+    CHECK(epoch_batches(resumed, 3, 1, 40, first, classes) ==
+          std::vector<std::vector<int64_t>>(epoch1.begin() + first, epoch1.end()));
+  }
+  // Longer than a pass: the second pass starts over with every row.
+  const auto longer = epoch_batches(loader, 3, 1, 48, 0, classes);
+  CHECK(std::vector<std::vector<int64_t>>(longer.begin(), longer.begin() + 40) == epoch1);
+  std::set<int64_t> second;
+  for (size_t b = 40; b < longer.size(); ++b) second.insert(longer[b].begin(), longer[b].end());
+  CHECK(second.size() == 200);
+  // In order: the file's order, the last batch short; as the slice in memory gives it.
+  const RankSlice in_memory = load_rank_slice(dir / "d.h5", "train", 0, 1);
+  REQUIRE_FALSE(in_memory.streamed());
+  for (const RankSlice* s : {&slice, &in_memory}) {
+    BatchLoader ordered(*s, 64);
+    std::vector<int64_t> rows;
+    for (ordered.reset_in_order(); ordered.has_next();) {
+      const auto b = row_indices(ordered.next(), classes);
+      rows.insert(rows.end(), b.begin(), b.end());
+    }
+    CHECK(rows == all);
+  }
 }
 
 TEST_CASE("inputs the fuzzers found (test/fuzz/regressions) give errors, not crashes") {

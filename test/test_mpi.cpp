@@ -703,3 +703,34 @@ TEST_CASE(
     CHECK(same_on_every_rank(got));
   }
 }
+
+// A training slice larger than --data-memory streams from the file: a run stopped after its first
+// steps (the stop file asks at step 0; on several ranks the vote is read at step 1) and resumed
+// ends with the same weights as the run that was not stopped, on every number of ranks.
+TEST_CASE("a streamed slice: a run stopped mid-epoch and resumed trains as one run, bit for bit") {
+  test::TempDir dir;
+  test::write_synthetic_dataset(dir / "d.h5", 480, 64, 4);
+  Comm comm;
+  TrainOptions o = test::short_run(dir / "d.h5", "mlp", 2, 16);
+  o.data_memory = 80 << 10;  // 60 KB for the training rows: windows of 36 rows
+  o.checkpoint = dir / "m.h5";
+  std::ostringstream out;
+  const auto whole = fit(o, comm, out);
+  o.progress_file = dir / "progress";
+  if (comm.rank() == 0) std::ofstream(o.progress_file + ".stop") << "stop\n";
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK_THROWS_AS(fit(o, comm, out), Stopped);
+  if (comm.rank() == 0) {
+    const Checkpoint c = load_checkpoint(o.checkpoint);
+    CHECK(c.state.step == (comm.size() == 1 ? 1 : 2));
+    CHECK(c.state.epoch == 0);
+    std::remove((o.progress_file + ".stop").c_str());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  o.resume = o.checkpoint;
+  const auto resumed = fit(o, comm, out);
+  CHECK(resumed.params == whole.params);
+  if (comm.rank() == 0)  // the banner
+    CHECK(out.str().find("data: streamed from the file in windows of 36 rows") !=
+          std::string::npos);
+}

@@ -2,12 +2,20 @@
 // /val/images, /val/labels; root attributes class_names (label order) and provenance.
 #pragma once
 #include <cstdint>
+#include <future>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "pitrain/image_files.h"
+
 namespace pitrain {
+
+namespace h5 {
+class File;
+}
 
 struct Split {
   std::vector<uint8_t> images;  // (N, 28, 28)
@@ -19,20 +27,74 @@ struct Split {
 // at most one, and together they cover every row exactly once.
 std::pair<int64_t, int64_t> slice_bounds(int64_t n, int rank, int size);
 
+// A rank's rows of a split: all in memory (`data`), or streamed from the file a window of
+// `window_blocks` blocks of `block_rows` rows at a time (SliceStream), where they would take more
+// memory than the rank may hold.
 struct RankSlice {
-  Split data;
-  int64_t first_row = 0;   // of the split in the file
-  int64_t total_rows = 0;  // of the whole split
+  Split data;                 // in memory: every row of the slice; streamed: empty
+  std::string path;           // the file
+  std::string split;          // "train" or "val"
+  int64_t first_row = 0;      // of the split in the file
+  int64_t rows = 0;           // of this slice
+  int64_t total_rows = 0;     // of the whole split
+  int64_t block_rows = 0;     // streamed: rows a block read at once (whole chunks); 0: in memory
+  int64_t window_blocks = 0;  // streamed: blocks a window
   std::vector<std::string> class_names;
+  bool streamed() const { return block_rows > 0; }
 };
+
+// Bytes a row takes in memory (its pixels, its label, its place in an order).
+constexpr int64_t kRowBytes = kImagePixels + 2 * int64_t(sizeof(int32_t));
+// What a rank may hold of its data by default (--data-memory): a small set stays in memory.
+constexpr int64_t kDefaultDataMemory = int64_t(128) << 20;
 
 // What is wrong with a list of class names (fewer than two, an empty one, one named twice), or ""
 // when nothing is: a dataset file, a checkpoint and prepare's --classes all need a usable list.
 std::string class_names_problem(const std::vector<std::string>& names);
 
-// Reads only this rank's rows of `split` ("train" or "val") with an HDF5 hyperslab, and checks
-// shapes, dtypes and the label range against class_names.
-RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size);
+// This rank's rows of `split` ("train" or "val"), with shapes, dtypes and the label range checked
+// against class_names. Read at once with an HDF5 hyperslab where they take at most
+// `memory_bytes`; else streamed in two windows that fit it (the file is read again every epoch).
+RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size,
+                          int64_t memory_bytes = kDefaultDataMemory);
+
+// For the banner: "in memory (33 MB)", or "streamed in windows of 4096 rows (...)".
+std::string slice_text(const RankSlice& slice);
+
+// The slice's first n rows (at most all), in memory whether or not the slice is streamed.
+Split first_rows(const RankSlice& slice, int64_t n);
+
+// A streamed slice's rows in an epoch's order: see src/data/stream.cpp.
+class SliceStream {
+ public:
+  explicit SliceStream(const RankSlice& slice);
+  ~SliceStream();  // waits for a window read in the background
+  SliceStream(const SliceStream&) = delete;
+  SliceStream& operator=(const SliceStream&) = delete;
+  // Plans positions [first, count) of passes over every row: shuffled (the blocks in a seeded
+  // order, the rows in each window in a seeded order), or in the file's order.
+  void start(bool shuffled, uint64_t seed, int rank, int64_t epoch, int64_t count, int64_t first);
+  // The next row's pixels (28 x 28), valid until the next call; its label in *label.
+  const uint8_t* next_row(int32_t* label);
+
+ private:
+  struct Window;
+  int64_t windows_a_pass() const;
+  std::vector<int64_t> window_blocks(int64_t pass, int64_t index) const;
+  int64_t block_size(int64_t block) const;
+  int64_t window_size(int64_t pass, int64_t index) const;
+  void read_window(int64_t pass, int64_t index, Window& w) const;
+  void prefetch_after(int64_t pass, int64_t index);
+  const RankSlice& slice_;
+  std::unique_ptr<h5::File> file_;
+  int64_t blocks_;
+  bool shuffled_ = false;
+  uint64_t epoch_key_ = 0;  // of the seed, the rank and the epoch
+  int64_t left_ = 0;        // rows still to give
+  int64_t offset_ = 0;      // in current_'s order
+  std::unique_ptr<Window> current_, next_;
+  std::future<void> pending_;  // next_'s read
+};
 
 class Comm;
 // Every rank reads its own host's copy of the dataset: one that differs from rank 0's in its
@@ -53,24 +115,33 @@ struct Batch {
 class BatchLoader {
  public:
   BatchLoader(const Split& split, int batch_size);
+  BatchLoader(const RankSlice& slice, int batch_size);  // in memory or streamed, as it was loaded
   // A training epoch on one rank: `steps` full batches drawn from as many seeded permutations of
   // the split as needed (a pure function of seed, rank and epoch), starting at batch `first`.
   void reset_shuffled(uint64_t seed, int rank, int64_t epoch, int64_t steps, int64_t first);
   void reset_in_order();  // every row once, in order; the last batch may be short
-  bool has_next() const { return pos_ < order_.size(); }
+  bool has_next() const { return pos_ < count_; }
   Batch next();
 
  private:
   const Split& split_;
   int batch_size_;
-  std::vector<int64_t> order_;  // rows of the pass
-  size_t pos_ = 0;
-  std::vector<float> x_;  // (batch_size, 28, 28, 1)
+  int64_t rows_;                         // of the split or slice
+  std::unique_ptr<SliceStream> stream_;  // a streamed slice's; in memory: none
+  std::vector<int64_t> order_;           // in memory: rows of the pass
+  size_t pos_ = 0, count_ = 0;           // rows given, and to give, in the pass
+  std::vector<float> x_;                 // (batch_size, 28, 28, 1)
   std::vector<int32_t> y_;
 };
+
+// Rows a chunk of the datasets pitrain writes: a streamed slice reads whole chunks.
+constexpr int64_t kDatasetChunkRows = 4096;
 
 void write_dataset(const std::string& path, const Split& train, const Split& val,
                    const std::vector<std::string>& class_names,
                    const std::map<std::string, std::string>& provenance);
+// The root attributes: class_names, and provenance's (source, seed, ...).
+void write_attributes(h5::File& f, const std::vector<std::string>& class_names,
+                      const std::map<std::string, std::string>& provenance);
 
 }  // namespace pitrain

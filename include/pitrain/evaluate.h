@@ -21,5 +21,6 @@ constexpr int kEvalBatch = 256;
 
 // Every rank evaluates its slice; the sums are allreduced, so every rank gets the whole figure.
 Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm);
+Evaluation evaluate(ThreadedModel& model, const RankSlice& local, Comm& comm);
 
 }  // namespace pitrain

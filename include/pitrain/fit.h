@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pitrain/comm.h"
+#include "pitrain/dataset.h"
 #include "pitrain/model.h"
 #include "pitrain/optimizer.h"
 #include "pitrain/sync.h"
@@ -38,8 +39,9 @@ struct TrainOptions {
   bool json = false;
   int expect_ranks = 0;        // fail fast unless started as this many ranks (0: any)
   double stall_timeout = 300;  // seconds a step may take before the job is ended (0: never)
-  SyncOptions sync;            // per-step gradient averaging unless told otherwise
-  bool sync_auto = false;      // measure the link and a step, then choose `sync` (sync.h)
+  int64_t data_memory = kDefaultDataMemory;  // bytes of data a rank holds; more is streamed
+  SyncOptions sync;                          // per-step gradient averaging unless told otherwise
+  bool sync_auto = false;  // measure the link and a step, then choose `sync` (sync.h)
 };
 
 struct EpochResult {

@@ -60,6 +60,12 @@ class File {
   void create_group(const std::string& name);
   template <class T>
   void write(const std::string& name, const std::vector<hsize_t>& dims, const T* data);
+  // A dataset of `dims` in chunks of `chunk_rows` rows (at most dims[0]), written a few rows at a
+  // time with write_rows.
+  template <class T>
+  void create_rows(const std::string& name, const std::vector<hsize_t>& dims, hsize_t chunk_rows);
+  template <class T>
+  void write_rows(const std::string& name, hsize_t first, hsize_t count, const T* data);
   bool exists(const std::string& name) const;
   // The names in a group; none if it is absent.
   std::vector<std::string> members(const std::string& group) const;
@@ -72,6 +78,11 @@ class File {
   // Rows [first, first + count) along dimension 0, converted to T.
   template <class T>
   std::vector<T> read_rows(const std::string& name, hsize_t first, hsize_t count) const;
+  // The same into `out`, which holds count rows (a streamed slice's window).
+  template <class T>
+  void read_rows_into(const std::string& name, hsize_t first, hsize_t count, T* out) const;
+  // Rows a chunk of a chunked dataset, 0 for a contiguous one.
+  hsize_t chunk_rows(const std::string& name) const;
   template <class T>
   std::vector<T> read_all(const std::string& name) const;
 

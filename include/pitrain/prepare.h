@@ -6,6 +6,9 @@
 
 namespace pitrain {
 
+// What prepare --npy holds of the drawings by default: larger inputs go through bucket files.
+constexpr int64_t kDefaultPrepareMemory = int64_t(256) << 20;
+
 struct PrepareOptions {
   std::string npy_dir;  // Quick Draw numpy_bitmap files, <class>.npy
   std::string idx_dir;  // or MNIST-style IDX files (train-* and t10k-*)
@@ -16,6 +19,8 @@ struct PrepareOptions {
   int64_t max_per_class = 0;  // npy: keep the first N drawings of each class (0 = all)
   uint64_t seed = 0;
   double val_fraction = 0.1;  // npy only: IDX keeps its own test set as /val
+  int64_t memory =
+      kDefaultPrepareMemory;  // npy: bytes of drawings held at once (bucket files past it)
   std::string out;
 };
 

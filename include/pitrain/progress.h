@@ -16,6 +16,7 @@ namespace pitrain {
 struct RunInfo {
   int ranks = 1, threads = 1;
   std::string cores;  // how the thread pool decides that the cores are crowded (cores_text)
+  std::string data;   // where the training rows are: in memory, or streamed in windows
   int64_t train_images = 0, val_images = 0, classes = 0;
   std::string model_spec;
   int64_t params = 0;

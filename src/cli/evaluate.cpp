@@ -47,7 +47,7 @@ int evaluate(int argc, char** argv, Comm& comm) {
   comm.broadcast(model.params().data(), model.num_params());
   ThreadPool pool(default_threads());
   ThreadedModel threaded(model, pool);
-  const Evaluation e = pitrain::evaluate(threaded, slice.data, comm);
+  const Evaluation e = pitrain::evaluate(threaded, slice, comm);
   if (comm.rank() != 0) return 0;
   const auto& names = slice.class_names;
   const int c = e.classes;

@@ -53,6 +53,9 @@ void check_train_flags(const TrainOptions& o, const cxxopts::ParseResult& r) {
               (!o.checkpoint_every_steps && !o.checkpoint_seconds && !r.count("checkpoint-every")),
           "--checkpoint-every, --checkpoint-every-steps and --checkpoint-seconds need --checkpoint "
           "FILE to write to");
+  require(
+      r["data-memory"].as<int64_t>() >= 1 && r["data-memory"].as<int64_t>() <= (int64_t(1) << 30),
+      "--data-memory must be 1 to 1073741824 MB");
   require(o.stall_timeout >= 0, "--stall-timeout must be 0 (off) or a positive number of seconds");
   require_choice("--grad-dtype", r["grad-dtype"].as<std::string>(), wire_type_names());
   require(o.sync.sync_every >= 1, "--sync-every must be a positive number of steps");
@@ -94,12 +97,17 @@ cxxopts::Options train_options(TrainOptions& o) {
       "their gradients every step (or, with --sync local-sgd, what they learnt every K steps)");
   options.add_options("Data and model")(
       "data", "Dataset from `pitrain prepare` (required); each rank reads its own slice",
-      cxxopts::value(o.data), "FILE")("model",
-                                      "cnn, mlp, cnn128 or a layer list (see docs/data.md); with "
-                                      "--resume and no --model, the checkpoint's",
-                                      cxxopts::value(o.model)->default_value("cnn"), "SPEC")(
-      "seed", "Seed of the weights, the shuffles and dropout",
-      cxxopts::value(o.seed)->default_value("0"), "N");
+      cxxopts::value(o.data), "FILE")(
+      "data-memory",
+      "Most MB of data a rank holds (3/4 training rows, 1/4 validation's); a larger slice is "
+      "read from the file in windows as it trains",
+      cxxopts::value<int64_t>()->default_value(std::to_string(kDefaultDataMemory >> 20)),
+      "MB")("model",
+            "cnn, mlp, cnn128 or a layer list (see docs/data.md); with "
+            "--resume and no --model, the checkpoint's",
+            cxxopts::value(o.model)->default_value("cnn"),
+            "SPEC")("seed", "Seed of the weights, the shuffles and dropout",
+                    cxxopts::value(o.seed)->default_value("0"), "N");
   options.add_options("Optimisation")("epochs",
                                       "Epochs in all (with --resume, counting the checkpoint's)",
                                       cxxopts::value(o.epochs)->default_value("1"), "N")(
@@ -198,6 +206,7 @@ int train(int argc, char** argv, Comm& comm) {
   if (o.sync.strategy == "per-step")
     o.sync.sync_every = 1;  // --sync-every's default is local SGD's
   o.sync.bucket_bytes = r["bucket-kb"].as<int64_t>() * 1024;
+  o.data_memory = r["data-memory"].as<int64_t>() << 20;
   fit(o, comm, std::cout);
   return 0;
 }

@@ -26,10 +26,30 @@ std::string class_names_problem(const std::vector<std::string>& names) {
   return "";
 }
 
-RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size) {
-  auto f = h5::File::open_read(path);
+namespace {
+
+// Labels checked at once when a slice is streamed: a few MB.
+constexpr int64_t kLabelRows = 1 << 20;
+
+// Labels [first, first + count) of `labels`, each checked to name one of `classes`.
+std::vector<int32_t> checked_labels(const h5::File& f, const std::string& labels, int64_t first,
+                                    int64_t count, int64_t classes) {
+  // Read as int64, so that a wide label is reported as it is, not as int32's clamped value.
+  const auto wide = f.read_rows<int64_t>(labels, hsize_t(first), hsize_t(count));
+  for (size_t i = 0; i < wide.size(); ++i)
+    if (wide[i] < 0 || wide[i] >= classes)
+      throw Error(f.path() + ": " + labels + " row " + std::to_string(first + int64_t(i)) +
+                  " has label " + std::to_string(wide[i]) + ", outside the " +
+                  std::to_string(classes) + " classes of class_names");
+  return {wide.begin(), wide.end()};
+}
+
+// The slice's rows, class names and bounds, with the datasets' shapes and types checked.
+RankSlice slice_of(const h5::File& f, const std::string& split, int rank, int size) {
+  const std::string& path = f.path();
   const std::string images = "/" + split + "/images", labels = "/" + split + "/labels";
   RankSlice s;
+  s.path = path, s.split = split;
   s.class_names = f.attr_strings("class_names");
   if (const auto problem = class_names_problem(s.class_names); !problem.empty())
     throw Error(path + ": attribute class_names: " + problem + "; prepare the file again");
@@ -55,19 +75,60 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
     throw Error(path + ": " + split + " split has " + std::to_string(s.total_rows) +
                 " rows, fewer than the " + std::to_string(size) +
                 " ranks; use fewer ranks or more data");
-  auto [first, last] = slice_bounds(s.total_rows, rank, size);
-  s.first_row = first;
-  s.data.images = f.read_rows<uint8_t>(images, hsize_t(first), hsize_t(last - first));
-  // Read as int64, so that a wide label is reported as it is, not as int32's clamped value.
-  const auto wide = f.read_rows<int64_t>(labels, hsize_t(first), hsize_t(last - first));
-  const int64_t classes = int64_t(s.class_names.size());
-  for (size_t i = 0; i < wide.size(); ++i)
-    if (wide[i] < 0 || wide[i] >= classes)
-      throw Error(path + ": " + labels + " row " + std::to_string(first + int64_t(i)) +
-                  " has label " + std::to_string(wide[i]) + ", outside the " +
-                  std::to_string(classes) + " classes of class_names");
-  s.data.labels.assign(wide.begin(), wide.end());
+  const auto [first, last] = slice_bounds(s.total_rows, rank, size);
+  s.first_row = first, s.rows = last - first;
   return s;
+}
+
+}  // namespace
+
+RankSlice load_rank_slice(const std::string& path, const std::string& split, int rank, int size,
+                          int64_t memory_bytes) {
+  auto f = h5::File::open_read(path);
+  RankSlice s = slice_of(f, split, rank, size);
+  const std::string images = "/" + split + "/images", labels = "/" + split + "/labels";
+  const int64_t classes = int64_t(s.class_names.size());
+  if (s.rows <= memory_bytes / kRowBytes) {
+    s.data.images = f.read_rows<uint8_t>(images, hsize_t(s.first_row), hsize_t(s.rows));
+    s.data.labels = checked_labels(f, labels, s.first_row, s.rows, classes);
+    return s;
+  }
+  // Two windows (the one training, the one being read) fit the bound. A block is at most one of
+  // the file's chunks (kDatasetChunkRows where it has none) and a quarter of a window, so that a
+  // window draws its rows from at least four places in the slice.
+  f.check_stored(images);
+  const int64_t window_rows = std::max<int64_t>(1, memory_bytes / (2 * kRowBytes));
+  const int64_t chunk = int64_t(f.chunk_rows(images));
+  s.block_rows =
+      std::max<int64_t>(1, std::min(chunk > 0 ? chunk : kDatasetChunkRows, window_rows / 4));
+  s.window_blocks = std::max<int64_t>(1, window_rows / s.block_rows);
+  for (int64_t at = 0; at < s.rows; at += kLabelRows)
+    checked_labels(f, labels, s.first_row + at, std::min(kLabelRows, s.rows - at), classes);
+  return s;
+}
+
+std::string slice_text(const RankSlice& slice) {
+  const auto mb = [](int64_t rows) { return std::to_string((rows * kRowBytes + (1 << 19)) >> 20); };
+  if (!slice.streamed()) return "in memory (" + mb(slice.rows) + " MB a rank)";
+  const int64_t window = slice.block_rows * slice.window_blocks;
+  return "streamed from the file in windows of " + std::to_string(window) + " rows (" +
+         std::to_string(slice.window_blocks) + " blocks of " + std::to_string(slice.block_rows) +
+         ", two held: " + mb(2 * window) + " MB a rank), shuffled within each window";
+}
+
+Split first_rows(const RankSlice& slice, int64_t n) {
+  n = std::min(n, slice.rows);
+  if (!slice.streamed()) {
+    const Split& all = slice.data;
+    return {{all.images.begin(), all.images.begin() + n * kImagePixels},
+            {all.labels.begin(), all.labels.begin() + n}};
+  }
+  auto f = h5::File::open_read(slice.path);
+  const std::string group = "/" + slice.split;
+  Split out;
+  out.images = f.read_rows<uint8_t>(group + "/images", hsize_t(slice.first_row), hsize_t(n));
+  out.labels = f.read_rows<int32_t>(group + "/labels", hsize_t(slice.first_row), hsize_t(n));
+  return out;
 }
 
 void write_dataset(const std::string& path, const Split& train, const Split& val,
@@ -76,10 +137,19 @@ void write_dataset(const std::string& path, const Split& train, const Split& val
   auto f = h5::File::create(path);
   for (auto [name, split] : {std::pair{"train", &train}, std::pair{"val", &val}}) {
     const hsize_t n = hsize_t(split->size());
-    f.write<uint8_t>(std::string("/") + name + "/images", {n, kImageSide, kImageSide},
-                     split->images.data());
-    f.write<int32_t>(std::string("/") + name + "/labels", {n}, split->labels.data());
+    const std::string images = std::string("/") + name + "/images";
+    const std::string labels = std::string("/") + name + "/labels";
+    f.create_rows<uint8_t>(images, {n, kImageSide, kImageSide}, kDatasetChunkRows);
+    f.create_rows<int32_t>(labels, {n}, kDatasetChunkRows);
+    if (n == 0) continue;
+    f.write_rows<uint8_t>(images, 0, n, split->images.data());
+    f.write_rows<int32_t>(labels, 0, n, split->labels.data());
   }
+  write_attributes(f, class_names, provenance);
+}
+
+void write_attributes(h5::File& f, const std::vector<std::string>& class_names,
+                      const std::map<std::string, std::string>& provenance) {
   f.set_attr("class_names", class_names);
   for (auto& [k, v] : provenance) f.set_attr(k, v);
 }

@@ -75,6 +75,35 @@ void File::write(const std::string& name, const std::vector<hsize_t>& dims, cons
     throw Error(path_ + ": cannot write dataset " + name + " (disk full?)");
 }
 
+template <class T>
+void File::create_rows(const std::string& name, const std::vector<hsize_t>& dims,
+                       hsize_t chunk_rows) {
+  Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose), dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  std::vector<hsize_t> chunk = dims;
+  chunk[0] = std::max<hsize_t>(1, std::min(chunk_rows, dims[0]));
+  H5Pset_chunk(dcpl.get(), int(chunk.size()), chunk.data());
+  Handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
+  Handle ds(H5Dcreate2(id(), name.c_str(), native_type<T>(), space.get(), lcpl.get(), dcpl.get(),
+                       H5P_DEFAULT),
+            H5Dclose);
+  if (ds.get() < 0) throw Error(path_ + ": cannot create dataset " + name + " (disk full?)");
+}
+
+template <class T>
+void File::write_rows(const std::string& name, hsize_t first, hsize_t count, const T* data) {
+  Handle ds = open_dataset(name);
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  std::vector<hsize_t> start(size_t(H5Sget_simple_extent_ndims(space.get())), 0);
+  std::vector<hsize_t> extent(start.size());
+  H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr);
+  start[0] = first, extent[0] = count;
+  H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr);
+  Handle mem(H5Screate_simple(int(extent.size()), extent.data(), nullptr), H5Sclose);
+  if (H5Dwrite(ds.get(), native_type<T>(), mem.get(), space.get(), H5P_DEFAULT, data) < 0)
+    throw Error(path_ + ": cannot write rows of " + name + " (disk full?)");
+}
+
 bool File::exists(const std::string& name) const {
   // H5Lexists needs each parent group to exist, so walk the path.
   size_t pos = 0;
@@ -172,31 +201,61 @@ bool File::type_signed(const std::string& name) const {
   return H5Tget_sign(t.get()) == H5T_SGN_2;
 }
 
+namespace {
+
+// Values in `count` rows of the dataset (rows from `first` on must exist).
+uint64_t row_values(const std::string& path, const std::string& name, hid_t space, hsize_t first,
+                    hsize_t count) {
+  std::vector<hsize_t> dims(size_t(H5Sget_simple_extent_ndims(space)));
+  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  if (dims.empty() || first + count > dims[0])
+    throw Error(path + ": " + name + " has fewer rows than requested");
+  uint64_t n = count;
+  for (size_t d = 1; d < dims.size(); ++d)
+    n = checked_mul<uint64_t>(n, dims[d], path + ": " + name + "'s shape");
+  return n;
+}
+
+}  // namespace
+
 template <class T>
 std::vector<T> File::read_rows(const std::string& name, hsize_t first, hsize_t count) const {
   Handle ds = open_dataset(name);
-  check_stored(name, ds.get());
   Handle space(H5Dget_space(ds.get()), H5Sclose);
-  std::vector<hsize_t> dims(H5Sget_simple_extent_ndims(space.get()));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  if (dims.empty() || first + count > dims[0])
-    throw Error(path_ + ": " + name + " has fewer rows than requested");
-  std::vector<hsize_t> start(dims.size(), 0), extent = dims;
-  start[0] = first;
-  extent[0] = count;
-  uint64_t n = 1;
-  for (auto d : extent) n = checked_mul<uint64_t>(n, d, path_ + ": " + name + "'s shape");
+  const uint64_t n = row_values(path_, name, space.get(), first, count);
   check_fits_memory(path_ + ": " + name,
                     double(checked_mul<uint64_t>(n, sizeof(T), path_ + ": " + name + "'s bytes")),
                     "use more ranks, on more machines");
   std::vector<T> out;
   out.resize(static_cast<size_t>(n));  // fits: check_fits_memory bounds it by PTRDIFF_MAX
-  if (n == 0) return out;
+  read_rows_into(name, first, count, out.data());
+  return out;
+}
+
+template <class T>
+void File::read_rows_into(const std::string& name, hsize_t first, hsize_t count, T* out) const {
+  Handle ds = open_dataset(name);
+  check_stored(name, ds.get());
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  if (row_values(path_, name, space.get(), first, count) == 0) return;
+  std::vector<hsize_t> start(size_t(H5Sget_simple_extent_ndims(space.get())), 0);
+  std::vector<hsize_t> extent(start.size());
+  H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr);
+  start[0] = first, extent[0] = count;
   H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr);
   Handle mem(H5Screate_simple(int(extent.size()), extent.data(), nullptr), H5Sclose);
-  if (H5Dread(ds.get(), native_type<T>(), mem.get(), space.get(), H5P_DEFAULT, out.data()) < 0)
+  if (H5Dread(ds.get(), native_type<T>(), mem.get(), space.get(), H5P_DEFAULT, out) < 0)
     throw Error(path_ + ": cannot read " + name + " (damaged or truncated file?)");
-  return out;
+}
+
+hsize_t File::chunk_rows(const std::string& name) const {
+  Handle ds = open_dataset(name);
+  Handle plist(H5Dget_create_plist(ds.get()), H5Pclose);
+  if (H5Pget_layout(plist.get()) != H5D_CHUNKED) return 0;
+  std::vector<hsize_t> chunk(size_t(H5Pget_chunk(plist.get(), 0, nullptr)));
+  if (chunk.empty()) return 0;
+  H5Pget_chunk(plist.get(), int(chunk.size()), chunk.data());
+  return chunk[0];
 }
 
 template <class T>
@@ -352,10 +411,13 @@ void File::flush() {
   if (H5Fflush(id(), H5F_SCOPE_GLOBAL) < 0) throw Error(path_ + ": flush failed (disk full?)");
 }
 
-#define PITRAIN_H5_INSTANTIATE(T)                                                          \
-  template void File::write<T>(const std::string&, const std::vector<hsize_t>&, const T*); \
-  template std::vector<T> File::read_rows<T>(const std::string&, hsize_t, hsize_t) const;  \
-  template std::vector<T> File::read_all<T>(const std::string&) const;
+#define PITRAIN_H5_INSTANTIATE(T)                                                               \
+  template void File::write<T>(const std::string&, const std::vector<hsize_t>&, const T*);      \
+  template std::vector<T> File::read_rows<T>(const std::string&, hsize_t, hsize_t) const;       \
+  template void File::read_rows_into<T>(const std::string&, hsize_t, hsize_t, T*) const;        \
+  template std::vector<T> File::read_all<T>(const std::string&) const;                          \
+  template void File::create_rows<T>(const std::string&, const std::vector<hsize_t>&, hsize_t); \
+  template void File::write_rows<T>(const std::string&, hsize_t, hsize_t, const T*);
 PITRAIN_H5_INSTANTIATE(uint8_t)
 PITRAIN_H5_INSTANTIATE(int32_t)
 PITRAIN_H5_INSTANTIATE(int64_t)

@@ -1,15 +1,21 @@
 #include "pitrain/prepare.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <numeric>
 #include <sstream>
+#include <utility>
 
 #include "pitrain/dataset.h"
 #include "pitrain/error.h"
+#include "pitrain/h5.h"
 #include "pitrain/image_files.h"
-#include "pitrain/memory.h"
 #include "pitrain/paths.h"
 #include "pitrain/rng.h"
 
@@ -55,6 +61,176 @@ void check_labels(const std::string& file, const std::vector<uint8_t>& labels,
     if (l >= classes)
       throw Error(file + ": label " + std::to_string(l) + " but only " + std::to_string(classes) +
                   " class names were given; pass --classes with one name per label");
+}
+
+constexpr int64_t kReadRows = 4096;  // rows read from an input at once
+
+struct NpyInput {
+  std::string file;
+  int64_t keep;  // its first rows that the dataset takes
+};
+
+// Each input's kept rows, in label order, kReadRows at a time: row(image, label, index), index
+// counting from 0 over all inputs.
+void for_each_npy_row(const std::vector<NpyInput>& inputs,
+                      const std::function<void(const uint8_t*, int32_t, int64_t)>& row) {
+  int64_t index = 0;
+  std::vector<uint8_t> images;
+  for (size_t c = 0; c < inputs.size(); ++c) {
+    ArrayRows rows(inputs[c].file, npy_image_layout);
+    for (int64_t left = inputs[c].keep; left > 0;) {
+      images.clear();
+      const int64_t n = rows.read(std::min(left, kReadRows), images);
+      for (int64_t i = 0; i < n; ++i) row(&images[size_t(i) * kImagePixels], int32_t(c), index++);
+      left -= n;
+    }
+  }
+}
+
+// Rows spilled to files beside the output, unlinked at once (nothing is left behind, whatever
+// ends the process), each row to a bucket drawn from the seed and its index: the buckets in
+// order, each shuffled, are a seeded shuffle of every row that never holds more than a bucket.
+class Buckets {
+ public:
+  Buckets(const std::string& beside, int64_t count) {
+    for (int64_t b = 0; b < count; ++b) {
+      const std::string path = temp_path_beside(beside);
+      FILE* f = std::fopen(path.c_str(), "w+bx");
+      if (!f)
+        throw Error(path + ": cannot make a bucket file beside --out (" + std::strerror(errno) +
+                    "); check that the folder is writable");
+      std::remove(path.c_str());
+      files_.emplace_back(f, &std::fclose);
+    }
+  }
+  int64_t count() const { return int64_t(files_.size()); }
+  void add(int64_t b, const uint8_t* image, int32_t label) {
+    FILE* f = files_[size_t(b)].get();
+    if (std::fwrite(image, 1, kImagePixels, f) != size_t(kImagePixels) ||
+        std::fwrite(&label, sizeof label, 1, f) != 1)
+      throw Error("prepare: cannot write a bucket file beside --out (disk full?)");
+  }
+  Split take(int64_t b) {  // bucket b's rows, in the order written
+    FILE* f = files_[size_t(b)].get();
+    std::fflush(f);
+    const long bytes = std::ftell(f);
+    const size_t rows = size_t(bytes) / (kImagePixels + sizeof(int32_t));
+    std::rewind(f);
+    Split s;
+    s.images.resize(rows * kImagePixels);
+    s.labels.resize(rows);
+    for (size_t i = 0; i < rows; ++i)
+      if (std::fread(&s.images[i * kImagePixels], 1, kImagePixels, f) != size_t(kImagePixels) ||
+          std::fread(&s.labels[i], sizeof(int32_t), 1, f) != 1)
+        throw Error("prepare: cannot read back a bucket file");
+    files_[size_t(b)].reset();
+    return s;
+  }
+
+ private:
+  std::vector<std::unique_ptr<FILE, int (*)(FILE*)>> files_;
+};
+
+// The dataset file written a chunk at a time: rows at positions [0, n_val) of the shuffled order
+// go to /val, the rest to /train.
+class DatasetWriter {
+ public:
+  DatasetWriter(const std::string& path, int64_t n_val, int64_t n_train)
+      : file_(h5::File::create(path)), n_val_(n_val) {
+    for (auto [split, n] : {std::pair{"/val", n_val}, std::pair{"/train", n_train}}) {
+      file_.create_rows<uint8_t>(std::string(split) + "/images",
+                                 {hsize_t(n), kImageSide, kImageSide}, kDatasetChunkRows);
+      file_.create_rows<int32_t>(std::string(split) + "/labels", {hsize_t(n)}, kDatasetChunkRows);
+    }
+  }
+  void add(const uint8_t* image, int32_t label) {
+    Part& part = at_ < n_val_ ? val_ : train_;
+    part.images.insert(part.images.end(), image, image + kImagePixels);
+    part.labels.push_back(label);
+    ++at_;
+    if (int64_t(part.labels.size()) == kDatasetChunkRows) flush(part);
+  }
+  h5::File& finish() {
+    flush(val_), flush(train_);
+    return file_;
+  }
+
+ private:
+  struct Part {
+    explicit Part(std::string n) : name(std::move(n)) {}
+    std::string name;
+    int64_t written = 0;
+    std::vector<uint8_t> images;
+    std::vector<int32_t> labels;
+  };
+  void flush(Part& part) {
+    const hsize_t n = hsize_t(part.labels.size());
+    if (n == 0) return;
+    file_.write_rows<uint8_t>(part.name + "/images", hsize_t(part.written), n, part.images.data());
+    file_.write_rows<int32_t>(part.name + "/labels", hsize_t(part.written), n, part.labels.data());
+    part.written += int64_t(n), part.images.clear(), part.labels.clear();
+  }
+  h5::File file_;
+  int64_t n_val_, at_ = 0;
+  Part val_{"/val"}, train_{"/train"};
+};
+
+// Drawings of each class in each split of the written file, a chunk of labels at a time.
+std::vector<ClassCount> class_counts(const std::string& path,
+                                     const std::vector<std::string>& names) {
+  const auto f = h5::File::open_read(path);
+  std::vector<ClassCount> counts(names.size());
+  for (size_t c = 0; c < names.size(); ++c) counts[c].name = names[c];
+  for (auto [split, count] : {std::pair{"/train/labels", &ClassCount::train},
+                              std::pair{"/val/labels", &ClassCount::val}}) {
+    const hsize_t n = f.shape(split)[0];
+    for (hsize_t at = 0; at < n; at += hsize_t(kReadRows) * 256)
+      for (int32_t l : f.read_rows<int32_t>(split, at, std::min(hsize_t(kReadRows) * 256, n - at)))
+        ++(counts[size_t(l)].*count);
+  }
+  return counts;
+}
+
+// --npy: the classes' kept rows shuffled, the first val_fraction of them to /val. Held in
+// memory where they fit o.memory, else spilled to buckets of a quarter of it first, each read back
+// and shuffled alone.
+void write_npy_dataset(const PrepareOptions& o, const std::vector<NpyInput>& inputs,
+                       const std::vector<std::string>& names,
+                       const std::map<std::string, std::string>& provenance) {
+  int64_t total = 0;
+  for (const auto& in : inputs) total += in.keep;
+  const int64_t n_val = int64_t(double(total) * o.val_fraction + 0.5);
+  if (n_val == 0)
+    throw Error(o.out + ": the val split would be empty; raise --val-fraction or add data");
+  if (n_val == total)
+    throw Error(o.out + ": the train split would be empty; lower --val-fraction or add data");
+  const uint64_t key = rng_key(o.seed, 0x9e3);
+  std::unique_ptr<DatasetWriter> out;
+  const int64_t bytes = total * int64_t(kImagePixels + sizeof(int32_t));
+  if (bytes <= o.memory) {
+    Split all;
+    all.images.reserve(size_t(total) * kImagePixels), all.labels.reserve(size_t(total));
+    for_each_npy_row(inputs, [&](const uint8_t* image, int32_t label, int64_t) {
+      all.images.insert(all.images.end(), image, image + kImagePixels);
+      all.labels.push_back(label);
+    });
+    out = std::make_unique<DatasetWriter>(o.out, n_val, total - n_val);
+    for (int64_t row : shuffled_order(size_t(total), key))
+      out->add(&all.images[size_t(row) * kImagePixels], all.labels[size_t(row)]);
+  } else {
+    const int64_t bucket_bytes = std::max<int64_t>(1, o.memory / 4);
+    Buckets buckets(o.out, (bytes + bucket_bytes - 1) / bucket_bytes);
+    for_each_npy_row(inputs, [&](const uint8_t* image, int32_t label, int64_t index) {
+      buckets.add(int64_t(rng_key(key, uint64_t(index)) % uint64_t(buckets.count())), image, label);
+    });
+    out = std::make_unique<DatasetWriter>(o.out, n_val, total - n_val);
+    for (int64_t b = 0; b < buckets.count(); ++b) {
+      const Split bucket = buckets.take(b);
+      for (int64_t row : shuffled_order(size_t(bucket.size()), rng_key(key, uint64_t(b), 1)))
+        out->add(&bucket.images[size_t(row) * kImagePixels], bucket.labels[size_t(row)]);
+    }
+  }
+  write_attributes(out->finish(), names, provenance);
 }
 
 }  // namespace
@@ -117,39 +293,28 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
   std::vector<std::string> names = o.classes;
   std::vector<std::pair<std::string, std::string>> inputs;  // that --out must not overwrite
   if (!o.classes_file.empty()) inputs.push_back({"--classes", o.classes_file});
-  Split train, val;
   std::map<std::string, std::string> provenance{{"seed", std::to_string(o.seed)},
                                                 {"created_by", "pitrain prepare"}};
   if (!o.npy_dir.empty()) {
-    if (names.empty()) names = npy_class_names(o.npy_dir);
-    const size_t first_npy = inputs.size();
-    for (const auto& name : names) inputs.push_back({"--npy", o.npy_dir + "/" + name + ".npy"});
-    check_output("--out", o.out, inputs);
-    std::vector<uint8_t> images;
-    std::vector<int32_t> labels;
-    for (size_t c = 0; c < names.size(); ++c) {
-      const std::string& file = inputs[first_npy + c].second;
-      const auto a = read_npy_images(file);
-      const int64_t keep = o.max_per_class > 0 ? std::min(o.max_per_class, a.rows) : a.rows;
-      // The classes so far, their copy in /train and /val, and this file: all in memory at once.
-      check_fits_memory("prepare --npy up to " + file + " (" +
-                            std::to_string(labels.size() + size_t(keep)) + " drawings)",
-                        3.0 * double(images.size() + size_t(keep) * kImagePixels),
-                        "keep fewer with --max-per-class N");
-      images.insert(images.end(), a.pixels.begin(), a.pixels.begin() + keep * kImagePixels);
-      labels.insert(labels.end(), size_t(keep), int32_t(c));
+    if (names.empty() || names == std::vector<std::string>{"all"})
+      names = npy_class_names(o.npy_dir);
+    std::vector<NpyInput> npy;
+    for (const auto& name : names) {
+      const std::string file = o.npy_dir + "/" + name + ".npy";
+      inputs.push_back({"--npy", file});
+      const int64_t rows = ArrayRows(file, npy_image_layout).rows();  // the header alone
+      npy.push_back({file, o.max_per_class > 0 ? std::min(o.max_per_class, rows) : rows});
     }
-    const auto order = shuffled_order(labels.size(), rng_key(o.seed, 0x9e3));
-    const size_t n_val = size_t(double(labels.size()) * o.val_fraction + 0.5);
-    val = gather(images, labels, order, 0, n_val);
-    train = gather(images, labels, order, n_val, labels.size());
+    check_output("--out", o.out, inputs);
     provenance["source"] = "Quick, Draw! numpy_bitmap .npy files from " + o.npy_dir +
                            " (Google LLC, CC BY 4.0); " +
                            (o.max_per_class > 0 ? "the first " + std::to_string(o.max_per_class)
                                                 : std::string("all")) +
                            " drawings of each class";
     provenance["val_fraction"] = std::to_string(o.val_fraction);
+    write_npy_dataset(o, npy, names, provenance);
   } else {
+    Split train, val;
     for (auto [stem, split] : {std::pair{"train", &train}, std::pair{"t10k", &val}}) {
       const std::string ifile = idx_file(o.idx_dir, std::string(stem) + "-images-idx3");
       const std::string lfile = idx_file(o.idx_dir, std::string(stem) + "-labels-idx1");
@@ -165,20 +330,15 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
       const auto order = shuffled_order(labels.size(), rng_key(o.seed, stem[1]));
       *split = gather(a.pixels, labels, order, 0, labels.size());
     }
+    // train refuses a file without either split
+    for (auto [split, stem] : {std::pair{&train, "train"}, std::pair{&val, "t10k"}})
+      if (split->size() == 0)
+        throw Error(o.out + ": the " + (split == &train ? "train" : "val") +
+                    " split would be empty; the " + stem + "-* IDX files hold no images");
     provenance["source"] = "IDX files from " + o.idx_dir + "; /val is the IDX test set (t10k)";
+    write_dataset(o.out, train, val, names, provenance);
   }
-  if (train.size() == 0)
-    throw Error(o.out + ": the train split would be empty; lower --val-fraction or add data");
-  if (val.size() == 0)  // train refuses a file without one
-    throw Error(o.out + ": the val split would be empty; " +
-                (o.npy_dir.empty() ? "the t10k-* IDX files hold no images"
-                                   : "raise --val-fraction or add data"));
-  write_dataset(o.out, train, val, names, provenance);
-  std::vector<ClassCount> counts(names.size());
-  for (size_t c = 0; c < names.size(); ++c) counts[c].name = names[c];
-  for (auto l : train.labels) counts[size_t(l)].train++;
-  for (auto l : val.labels) counts[size_t(l)].val++;
-  return counts;
+  return class_counts(o.out, names);
 }
 
 }  // namespace pitrain

@@ -6,14 +6,15 @@
 
 namespace pitrain {
 
-Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm) {
+namespace {
+
+Evaluation evaluate_batches(ThreadedModel& model, BatchLoader& loader, Comm& comm) {
   const int classes = model.model().classes();
   // [loss sum, correct, count, confusion...]: one allreduce for all of it. A row a share,
   // added in share order, so the figures do not depend on timing.
   const size_t width = 3 + size_t(classes) * classes;
   std::vector<std::vector<double>> by_share(size_t(model.shares(kEvalBatch)),
                                             std::vector<double>(width, 0.0));
-  BatchLoader loader(local, kEvalBatch);
   for (loader.reset_in_order(); loader.has_next();) {
     const Batch b = loader.next();
     model.forward(b.x, b.n, [&](int s, const float* logits, int first, int rows) {
@@ -41,6 +42,18 @@ Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm) {
   e.accuracy = sums[1] / sums[2];
   for (size_t i = 3; i < sums.size(); ++i) e.confusion.push_back(int64_t(sums[i]));
   return e;
+}
+
+}  // namespace
+
+Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm) {
+  BatchLoader loader(local, kEvalBatch);
+  return evaluate_batches(model, loader, comm);
+}
+
+Evaluation evaluate(ThreadedModel& model, const RankSlice& local, Comm& comm) {
+  BatchLoader loader(local, kEvalBatch);
+  return evaluate_batches(model, loader, comm);
 }
 
 }  // namespace pitrain

@@ -98,6 +98,7 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
                ? ", resumed after step " + std::to_string(run.resumed_after_step)
                : "")
        << "\n"
+       << "data: " << run.data << "\n"
        << (run.threads > 1 ? "threads: crowded cores " + run.cores + "\n" : "")
        << (run.sync.why.empty() ? "" : "sync auto: " + run.sync.why + "\n") << std::flush;
 }
@@ -189,6 +190,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds, doubl
       {"ranks", run_.ranks},
       {"threads", run_.threads},
       {"cores", run_.cores},
+      {"data", run_.data},
       {"crowded_share", crowded_share},
       {"batch_per_rank", opts_.batch_size},
       {"steps", steps_run_},
