@@ -39,7 +39,7 @@ peak_rss() {
   local job=$! pid
   declare -A peak
   while kill -0 $job 2>/dev/null; do
-    for pid in $(pgrep -f "$build/pitrain train" || true); do
+    for pid in $(pgrep -f "^$build/pitrain train" || true); do  # the ranks, not mpirun
       kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
       [ -n "$kb" ] && [ "$kb" -gt "${peak[$pid]:-0}" ] && peak[$pid]=$kb
     done

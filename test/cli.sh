@@ -248,5 +248,40 @@ expect_error "class_names differ from the checkpoint's" "$PITRAIN" evaluate --mo
 expect_error "no train-images-idx3-ubyte" "$PITRAIN" prepare --idx /nonexistent --out "$work/x.h5"
 expect_error "image is 2x1, expected 28x28" sh -c "printf 'P2 2 1 255 0 0' >'$work/small.pgm'; '$PITRAIN' predict --model '$work/m.h5' '$work/small.pgm'"
 
+# Images of another shape: 32x32 colour, three classes of coloured squares. prepare takes the
+# shape from the .npy files, train builds the model for it, and evaluate, predict, export and
+# summary follow the checkpoint's; serve and a 28x28 input refuse it.
+mkdir -p "$work/rgb"
+"$h5py" - "$work/rgb" <<'PY'
+import numpy as np, sys
+rng = np.random.default_rng(0)
+for c, name in enumerate(["red", "green", "blue"]):
+    x = rng.integers(0, 60, (120, 32, 32, 3), dtype=np.uint8)
+    x[:, 8:24, 8:24, c] = 230
+    np.save(f"{sys.argv[1]}/{name}.npy", x)
+np.save(f"{sys.argv[1]}/../rgb-rows.npy", x[:4])
+PY
+rgb_model="conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)"
+if "$PITRAIN" prepare --npy "$work/rgb" --out "$work/rgb.h5" >"$work/rgb.out" 2>&1 &&
+  mpi -np 2 "$PITRAIN" train --data "$work/rgb.h5" --model "$rgb_model" --epochs 3 --threads 1 \
+    --checkpoint "$work/rgb-m.h5" --json >>"$work/rgb.out" 2>&1 &&
+  "$PITRAIN" evaluate --model "$work/rgb-m.h5" --data "$work/rgb.h5" >>"$work/rgb.out" 2>&1 &&
+  "$PITRAIN" predict --model "$work/rgb-m.h5" "$work/rgb-rows.npy" >"$work/rgb.pred" 2>&1 &&
+  "$PITRAIN" export --model "$work/rgb-m.h5" --tfjs "$work/rgb-tfjs" >>"$work/rgb.out" 2>&1 &&
+  "$PITRAIN" summary --model "$rgb_model" --classes 3 --input 32x32x3 >"$work/rgb.summary" 2>&1 &&
+  grep -q '"val_accuracy": *0*\.9\|"val_accuracy": *1' "$work/rgb.out" && [ "$(grep -c ' blue ' "$work/rgb.pred")" -eq 4 ] &&
+  "$h5py" -c 'import json, sys; layer = json.load(open(sys.argv[1]))["modelTopology"]["model_config"]["config"]["layers"][0]
+assert layer["config"]["batch_input_shape"] == [None, 32, 32, 3], layer' "$work/rgb-tfjs/model.json" &&
+  grep -q "(None, 30, 30, 8)" "$work/rgb.summary"; then
+  echo "ok: 32x32x3 images: prepare, train on 2 ranks, evaluate, predict, export, summary"
+else
+  fail "32x32x3 images"
+  cat "$work/rgb.out" "$work/rgb.pred" "$work/rgb.summary"
+fi
+expect_error "takes images of 32x32x3; the drawing page makes 28x28x1 drawings" "$PITRAIN" serve --model "$work/rgb-m.h5" --port 0
+{ printf 'P5 28 28 255\n'; head -c 784 /dev/zero; } >"$work/blank.pgm"
+expect_error "images of 28x28x1, but $work/rgb-m.h5 takes 32x32x3" "$PITRAIN" predict --model "$work/rgb-m.h5" "$work/blank.pgm"
+expect_error "--input 32x32x9: give HxWxC" "$PITRAIN" summary --input 32x32x9
+
 echo "cli: $failures failure(s)"
 [ "$failures" -eq 0 ]

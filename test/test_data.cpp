@@ -112,8 +112,9 @@ TEST_CASE("idx: gzip and plain files; malformed headers are rejected") {
                 "file holds 1567");
   test::write_bytes(dir / "float", idx_bytes({3}, std::vector<uint8_t>(12), 0x0D));
   require_error([&] { read_idx_labels(dir / "float"); }, "expected 0x08");
-  test::write_bytes(dir / "shape", idx_bytes({2, 27, 28}, std::vector<uint8_t>(2 * 27 * 28)));
-  require_error([&] { read_idx_images(dir / "shape"); }, "expected (N,28,28)");
+  test::write_bytes(dir / "shape",
+                    idx_bytes({2, 27, 28, 3}, std::vector<uint8_t>(2 * 27 * 28 * 3)));
+  require_error([&] { read_idx_images(dir / "shape"); }, "expected (N,H,W)");
   test::write_bytes(dir / "junk", {1, 2, 3, 4, 5});
   require_error([&] { read_idx_images(dir / "junk"); }, "not an IDX file");
 }
@@ -344,15 +345,16 @@ TEST_CASE("load_rank_slice reads exactly its rows and validates the file") {
   require_error([&] { load_rank_slice(dir / "few.h5", "train", 0, 1); },
                 "outside the 3 classes of class_names");
   {
-    auto f = h5::File::create(dir / "shape.h5");
-    std::vector<uint8_t> img(2 * 27 * 28);
+    auto f = h5::File::create(dir / "shape.h5");  // 5 channels: no image pitrain takes
+    std::vector<uint8_t> img(2 * 27 * 28 * 5);
     std::vector<int32_t> lab(2);
-    f.write<uint8_t>("/train/images", {2, 27, 28}, img.data());
+    f.write<uint8_t>("/train/images", {2, 27, 28, 5}, img.data());
     f.write<int32_t>("/train/labels", {2}, lab.data());
     f.set_attr("class_names", std::vector<std::string>{"a", "b"});
   }
   require_error([&] { load_rank_slice(dir / "shape.h5", "train", 0, 1); },
-                "/train/images has shape (2,27,28), expected (N,28,28)");
+                "/train/images has shape (2,27,28,5), expected images (N,H,W) or (N,H,W,C), sides "
+                "up to 4096, up to 4 channels");
   require_error([&] { load_rank_slice(dir / "shape.h5", "val", 0, 1); },
                 "dataset /val/images is missing");
 }

@@ -4,7 +4,8 @@
 # by `npm ci` into the build folder) loads `pitrain export --tfjs` from memory and predicts 200
 # real Fashion-MNIST validation images; every class probability equals `pitrain predict --json`'s
 # to 1e-4. Two models: cnn (Conv2D, MaxPooling2D, Flatten, Dropout, Dense) and one with a ReLU
-# layer, 'same' padding, a 5x5 kernel and a final dense without softmax. keras_layout.py checks
+# layer, 'same' padding, a 5x5 kernel and a final dense without softmax; and a model of 32x32
+# colour images. keras_layout.py checks
 # each checkpoint as Keras' load_weights reads it. Skips (exit 77), saying what it needs, without
 # node and npm, the npm registry, python3-h5py or the Fashion-MNIST files.
 set -u
@@ -44,16 +45,17 @@ fi
 "$py" -c 'import h5py, numpy, sys; numpy.save(sys.argv[2], h5py.File(sys.argv[1], "r")["/val/images"][:200])' \
   "$data" "$work/val200.npy" || { echo "FAIL: cannot read 200 validation images of $data"; exit 1; }
 
-# check NAME MODEL KERAS_CLASSES KERAS_LAYERS: train briefly, export, compare TensorFlow.js with predict --json.
+# check NAME MODEL KERAS_CLASSES KERAS_LAYERS [DATA IMAGES]: train briefly on DATA (Fashion-MNIST),
+# export, compare TensorFlow.js with predict --json on IMAGES (its 200 validation images).
 check() {
-  local name=$1 model=$2 classes=$3 layers=$4
+  local name=$1 model=$2 classes=$3 layers=$4 data=${5:-$data} images=${6:-$work/val200.npy}
   "$PITRAIN" train --data "$data" --model "$model" --epochs 1 --steps-per-epoch 60 --threads 1 \
     --checkpoint "$work/$name.h5" --json </dev/null >"$work/$name.train" 2>&1 || { fail "$name: train"; cat "$work/$name.train"; return; }
   "$PITRAIN" export --model "$work/$name.h5" --tfjs "$work/$name-tfjs" >"$work/$name.export" 2>&1 \
     && grep -q "wrote $work/$name-tfjs/model.json" "$work/$name.export" || { fail "$name: export"; cat "$work/$name.export"; return; }
-  "$PITRAIN" predict --json --model "$work/$name.h5" "$work/val200.npy" >"$work/$name.jsonl" 2>&1 \
+  "$PITRAIN" predict --json --model "$work/$name.h5" "$images" >"$work/$name.jsonl" 2>&1 \
     || { fail "$name: predict --json"; cat "$work/$name.jsonl"; return; }
-  node "$here/tfjs_predict.js" "$work/$name-tfjs" "$work/val200.npy" "$work/$name.jsonl" 1e-4 >"$work/$name.node" 2>&1
+  node "$here/tfjs_predict.js" "$work/$name-tfjs" "$images" "$work/$name.jsonl" 1e-4 >"$work/$name.node" 2>&1
   local rc=$?
   sed "s/^/$name: /" "$work/$name.node" | grep -v "^$name: *$" | grep -iv "node backend\|tfjs-node\|speed things up\|^$name: ====\|^$name: Hi there"
   [ $rc -eq 0 ] || fail "$name: TensorFlow.js disagrees with pitrain predict --json (above)"
@@ -66,6 +68,20 @@ check cnn cnn "Conv2D MaxPooling2D Conv2D MaxPooling2D Flatten Dropout Dense" \
 check mixed "conv2d(8,3,same) relu maxpool2d conv2d(16,5) flatten dense(32,relu) dropout(0.25) dense(classes)" \
   "Conv2D ReLU MaxPooling2D Conv2D Flatten Dense Dropout Dense Activation" \
   "conv2d:3x3x1x8,8;re_lu:;max_pooling2d:;conv2d_1:5x5x8x16,16;flatten:;dense:1600x32,32;dropout:;dense_1:32x10,10"
+# Three channels: 32x32 colour images of three classes, made here.
+mkdir -p "$work/rgb"
+"$py" - "$work/rgb" <<'PY'
+import numpy as np, sys
+rng = np.random.default_rng(1)
+for c, name in enumerate(["red", "green", "blue"]):
+    x = rng.integers(0, 60, (80, 32, 32, 3), dtype=np.uint8)
+    x[:, 8:24, 8:24, c] = 230
+    np.save(f"{sys.argv[1]}/{name}.npy", x)
+np.save(f"{sys.argv[1]}/../rgb-rows.npy", rng.integers(0, 256, (50, 32, 32, 3), dtype=np.uint8))
+PY
+"$PITRAIN" prepare --npy "$work/rgb" --out "$work/rgb-data.h5" >/dev/null || fail "prepare of 32x32x3 images"
+check rgb "conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)" "Conv2D MaxPooling2D Flatten Dense" \
+  "conv2d:3x3x3x8,8;max_pooling2d:;flatten:;dense:1800x3,3" "$work/rgb-data.h5" "$work/rgb-rows.npy"
 
 # The metadata says what the input must be and names the classes.
 "$py" - "$work/cnn-tfjs/model.json" <<'PY' || fail "model.json metadata"

@@ -1,6 +1,6 @@
 // TensorFlow.js (its Layers API on the pure JavaScript CPU backend) loads a model that
 // `pitrain export --tfjs` wrote, from memory (no network), predicts the rows of a uint8 .npy of
-// 28x28 images given as pixels / 255, and compares every class probability with the lines of
+// (N, H, W) or (N, H, W, C) images given as pixels / 255, and compares every class probability with the lines of
 // `pitrain predict --json` for the same rows. Prints what it found; exits 1 on any mismatch.
 // usage: node tfjs_predict.js MODEL_DIR IMAGES.npy PREDICT.jsonl [TOLERANCE]
 'use strict';
@@ -48,7 +48,8 @@ async function main() {
   console.log(`input ${JSON.stringify(model.inputs[0].shape)}, output ${JSON.stringify(model.outputs[0].shape)}`);
   const {shape, data} = readNpyUint8(npy);
   const n = shape[0];
-  const x = tf.tensor4d(Float32Array.from(data, v => v / 255), [n, 28, 28, 1]);
+  const [h, w, c] = [shape[1], shape[2], shape.length > 3 ? shape[3] : 1];
+  const x = tf.tensor4d(Float32Array.from(data, v => v / 255), [n, h, w, c]);
   const probabilities = await model.predict(x).array();
   const expected = fs.readFileSync(jsonl, 'utf8').trim().split('\n').map(line => JSON.parse(line));
   const problems = [];

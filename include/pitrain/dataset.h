@@ -1,5 +1,6 @@
-// The pitrain dataset file (HDF5): /train/images (N,28,28) uint8, /train/labels (N,) integer,
-// /val/images, /val/labels; root attributes class_names (label order) and provenance.
+// The pitrain dataset file (HDF5): /train/images (N,H,W) or (N,H,W,C) uint8, /train/labels (N,)
+// integer, /val/images, /val/labels; root attributes class_names (label order) and provenance.
+// The images' shape is the dataset's: Quick Draw's are (N,28,28).
 #pragma once
 #include <cstdint>
 #include <future>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "pitrain/image_files.h"
+#include "pitrain/shape.h"
 
 namespace pitrain {
 
@@ -18,8 +20,9 @@ class File;
 }
 
 struct Split {
-  std::vector<uint8_t> images;  // (N, 28, 28)
+  std::vector<uint8_t> images;  // (N, H, W, C)
   std::vector<int32_t> labels;  // (N,)
+  Shape shape = kDrawingShape;  // of an image
   int64_t size() const { return int64_t(labels.size()); }
 };
 
@@ -31,7 +34,7 @@ std::pair<int64_t, int64_t> slice_bounds(int64_t n, int rank, int size);
 // `window_blocks` blocks of `block_rows` rows at a time (SliceStream), where they would take more
 // memory than the rank may hold.
 struct RankSlice {
-  Split data;                 // in memory: every row of the slice; streamed: empty
+  Split data;                 // in memory: every row of the slice; streamed: its shape alone
   std::string path;           // the file
   std::string split;          // "train" or "val"
   int64_t first_row = 0;      // of the split in the file
@@ -44,7 +47,7 @@ struct RankSlice {
 };
 
 // Bytes a row takes in memory (its pixels, its label, its place in an order).
-constexpr int64_t kRowBytes = kImagePixels + 2 * int64_t(sizeof(int32_t));
+inline int64_t row_bytes(const Shape& image) { return image.size() + 2 * int64_t(sizeof(int32_t)); }
 // What a rank may hold of its data by default (--data-memory): a small set stays in memory.
 constexpr int64_t kDefaultDataMemory = int64_t(128) << 20;
 
@@ -74,7 +77,7 @@ class SliceStream {
   // Plans positions [first, count) of passes over every row: shuffled (the blocks in a seeded
   // order, the rows in each window in a seeded order), or in the file's order.
   void start(bool shuffled, uint64_t seed, int rank, int64_t epoch, int64_t count, int64_t first);
-  // The next row's pixels (28 x 28), valid until the next call; its label in *label.
+  // The next row's pixels (H x W x C), valid until the next call; its label in *label.
   const uint8_t* next_row(int32_t* label);
 
  private:
@@ -105,7 +108,7 @@ void check_same_dataset(Comm& comm, const std::string& path, const std::string& 
                         const RankSlice& slice);
 
 struct Batch {
-  const float* x;    // (n, 28, 28, 1) in [0, 1]
+  const float* x;    // (n, H, W, C) in [0, 1]
   const int32_t* y;  // (n,)
   int n;
 };
@@ -130,9 +133,12 @@ class BatchLoader {
   std::unique_ptr<SliceStream> stream_;  // a streamed slice's; in memory: none
   std::vector<int64_t> order_;           // in memory: rows of the pass
   size_t pos_ = 0, count_ = 0;           // rows given, and to give, in the pass
-  std::vector<float> x_;                 // (batch_size, 28, 28, 1)
+  std::vector<float> x_;                 // (batch_size, H, W, C)
   std::vector<int32_t> y_;
 };
+
+// An images dataset's dimensions: (n, H, W) for one channel, as Quick Draw's, else (n, H, W, C).
+std::vector<unsigned long long> image_dims(int64_t n, const Shape& image);
 
 // Rows a chunk of the datasets pitrain writes: a streamed slice reads whole chunks.
 constexpr int64_t kDatasetChunkRows = 4096;

@@ -1,16 +1,18 @@
-// Readers for the two image formats pitrain prepares from: NumPy .npy (Quick Draw numpy_bitmap)
-// and IDX (MNIST, Fashion-MNIST), gzip or plain. Both give 28x28 uint8 images.
+// Readers for the two image formats pitrain prepares from: NumPy .npy (Quick Draw numpy_bitmap,
+// or any (N,H,W[,C]) uint8 images) and IDX (MNIST, Fashion-MNIST), gzip or plain.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "pitrain/shape.h"
+
 struct gzFile_s;  // zlib's gzFile
 
 namespace pitrain {
 
-// The one definition of the input size: every reader, the dataset file and the model use it.
+// Quick Draw's drawing size (kDrawingShape): PNG and PGM inputs, and the play page's drawings.
 constexpr int kImageSide = 28;
 constexpr int kImagePixels = kImageSide * kImageSide;
 inline std::string image_size_text() {
@@ -21,8 +23,9 @@ inline std::string image_rows_shape_text() {  // "(N,28,28)"
 }
 
 struct ImageArray {
-  std::vector<uint8_t> pixels;  // (rows, 28, 28), row-major
+  std::vector<uint8_t> pixels;  // (rows, H, W, C), row-major
   int64_t rows = 0;
+  Shape shape = kDrawingShape;  // of an image
 };
 
 // How a file's data divide into rows, as its header declares them.
@@ -30,13 +33,14 @@ struct RowLayout {
   size_t data_offset = 0;  // the header's bytes
   int64_t rows = 0;
   uint64_t row_bytes = 0;
+  Shape image;  // image files: a row's shape
 };
 // A header's parser: the layout that the first bytes of a file (its head: 64 KB, or the whole file
 // if shorter) declare, or an Error naming the file and what is wrong.
 using LayoutOf = RowLayout (*)(const std::string& name, const std::vector<uint8_t>& head);
-// Images: (N,784) or (N,28,28) uint8.
+// Images: (N,784) (Quick Draw's 28x28), (N,H,W) or (N,H,W,C) uint8.
 RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& head);
-// Images: (N,28,28) ubyte.
+// Images: (N,H,W) ubyte.
 RowLayout idx_image_layout(const std::string& name, const std::vector<uint8_t>& head);
 // Labels: (N,) ubyte.
 RowLayout idx_label_layout(const std::string& name, const std::vector<uint8_t>& head);
@@ -51,6 +55,7 @@ class ArrayRows {
   // Bytes in memory; `name` only for messages.
   ArrayRows(const std::string& name, std::vector<uint8_t> bytes, LayoutOf layout);
   int64_t rows() const { return layout_.rows; }
+  const Shape& image_shape() const { return layout_.image; }
   // Appends the next rows, at most `max_rows` of them, to `out`; returns how many (0 after the
   // last).
   int64_t read(int64_t max_rows, std::vector<uint8_t>& out);
@@ -74,12 +79,12 @@ class ArrayRows {
 // Every row not read yet of a file of 28x28 images (rows.read_rest()).
 ImageArray read_images(ArrayRows rows);
 
-// A .npy of dtype '|u1', C order, shape (N,784) or (N,28,28); anything else throws an Error
-// naming the file and what is wrong.
+// A .npy of dtype '|u1', C order, shape (N,784), (N,H,W) or (N,H,W,C); anything else throws an
+// Error naming the file and what is wrong.
 ImageArray read_npy_images(const std::string& path);
 ImageArray parse_npy_images(const std::string& name, const std::vector<uint8_t>& bytes);
 
-// IDX files, gzip-compressed or plain: images (N,28,28) ubyte, labels (N,) ubyte. The parse_*
+// IDX files, gzip-compressed or plain: images (N,H,W) ubyte, labels (N,) ubyte. The parse_*
 // forms take the decompressed bytes (`name` is only for messages).
 ImageArray read_idx_images(const std::string& path);
 std::vector<uint8_t> read_idx_labels(const std::string& path);

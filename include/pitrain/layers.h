@@ -8,16 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace pitrain {
+#include "pitrain/shape.h"
 
-// Per-sample shape, channels-last: (H, W, C). A vector (after flatten or dense) is (1, 1, C)
-// with flat set, which only changes how it is printed: (None, C) as Keras shows it.
-struct Shape {
-  int h = 1, w = 1, c = 1;
-  bool flat = false;
-  int64_t size() const { return int64_t(h) * w * c; }
-  bool operator==(const Shape& o) const { return h == o.h && w == o.w && c == o.c; }
-};
+namespace pitrain {
 
 // softmax: only on the last layer, folded into the loss.
 enum class Activation { none, relu, softmax };

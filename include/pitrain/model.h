@@ -1,5 +1,6 @@
-// A Sequential model for kInputShape images: its layers, one flat parameter buffer and one flat
-// gradient buffer (one allreduce moves all gradients), and activations allocated per batch size.
+// A Sequential model for images of one shape (H, W, C): its layers, one flat parameter buffer and
+// one flat gradient buffer (one allreduce moves all gradients), and activations allocated per batch
+// size.
 #pragma once
 #include <functional>
 #include <memory>
@@ -10,9 +11,6 @@
 #include "pitrain/layers.h"
 
 namespace pitrain {
-
-// What the first layer sees: a prepared image, one grey channel.
-constexpr Shape kInputShape{kImageSide, kImageSide, 1};
 
 // Built-in models, by name; anything else is read as a layer list (see docs/data.md, "Model
 // specs").
@@ -39,8 +37,9 @@ struct LossStats {
 
 class Model {
  public:
-  // Throws UsageError naming the bad token when the spec does not parse or does not fit.
-  Model(const std::string& name_or_spec, int classes);
+  // For `input` images (the dataset's). Throws UsageError naming the bad token when the spec does
+  // not parse or does not fit.
+  Model(const std::string& name_or_spec, int classes, Shape input = kDrawingShape);
   Model(Model&&) = default;
   Model& operator=(Model&&) = default;
   // A model with `owner`'s layers that computes with the num_params() floats at `params` (owner's
@@ -54,6 +53,8 @@ class Model {
 
   const std::string& spec() const { return spec_; }  // canonical layer list
   int classes() const { return classes_; }
+  const Shape& input_shape() const { return input_; }
+  int64_t input_floats() const { return input_.size(); }  // a sample's
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   std::vector<std::string> layer_names() const { return keras_layer_names(layers_); }
   int64_t param_offset(size_t layer) const { return offsets_[layer]; }
@@ -74,7 +75,7 @@ class Model {
   void init_params(uint64_t seed);  // Keras defaults: glorot_uniform kernels, zero biases
   void reserve(int batch);          // the only place activations are allocated
 
-  // x: (n, 28, 28, 1) floats in [0, 1]; returns the logits (n, classes).
+  // x: (n, H, W, C) floats in [0, 1] (input_shape()); returns the logits (n, classes).
   const float* forward(const float* x, int n, const Context& ctx);
   // Called during backward with lo each time grads()[lo, end) are final, lo decreasing to 0:
   // lets the gradient allreduce of the last layers start while the first ones still run.
@@ -92,6 +93,7 @@ class Model {
  private:
   std::string spec_;
   int classes_;
+  Shape input_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<int64_t> offsets_;
   size_t first_weighted_ = 0;  // the first layer with parameters (the last layer has some)

@@ -39,11 +39,16 @@ int evaluate(int argc, char** argv, Comm& comm) {
       throw Error(
           data_path +
           ": class_names differ from the checkpoint's; evaluate on data of the same classes");
+    if (ckpt->model.input_shape() != slice.data.shape)
+      throw Error(data_path + ": images of " + shape_text(slice.data.shape) + ", but " +
+                  model_path + " takes " + shape_text(ckpt->model.input_shape()) +
+                  "; evaluate on data of the shape it was trained on");
     spec = ckpt->model.spec();
   });
   check_same_dataset(comm, data_path, split, slice);
   comm.broadcast(spec);
-  Model model = ckpt ? std::move(ckpt->model) : Model(spec, int(slice.class_names.size()));
+  Model model =
+      ckpt ? std::move(ckpt->model) : Model(spec, int(slice.class_names.size()), slice.data.shape);
   comm.broadcast(model.params().data(), model.num_params());
   ThreadPool pool(default_threads());
   ThreadedModel threaded(model, pool);

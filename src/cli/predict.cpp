@@ -30,8 +30,12 @@ void predict_files(const std::string& model, const std::vector<std::string>& fil
   Checkpoint ckpt = load_checkpoint(model);  // one image at a time
   for (const auto& file : files)
     read_prediction_input(file, [&](const ImageArray& batch, int64_t first, int64_t rows) {
+      if (batch.shape != ckpt.model.input_shape())
+        throw Error(file + ": images of " + shape_text(batch.shape) + ", but " + model + " takes " +
+                    shape_text(ckpt.model.input_shape()) +
+                    "; give images of the shape it was trained on");
       for (int64_t j = 0; j < batch.rows; ++j) {
-        const uint8_t* pixels = &batch.pixels[size_t(j) * kImagePixels];
+        const uint8_t* pixels = &batch.pixels[size_t(j * batch.shape.size())];
         const int64_t i = first + j;
         if (json) {
           print_json(file, i, class_probabilities(ckpt.model, pixels), ckpt.class_names);
@@ -55,7 +59,7 @@ int predict(int argc, char** argv, Comm& comm) {
       "  .png or .pgm: a 28x28 image (PNG: grayscale or colour, strokes on transparency too; PGM: "
       "P2\n"
       "    or P5), light on dark or dark on light (a mostly light image is inverted)\n"
-      "  .npy: rows of 28x28 uint8 images, shape (N, 784) or (N, 28, 28), as Quick Draw's files\n"
+      "  .npy: rows of uint8 images, (N, 784) as Quick Draw's files, (N, H, W) or (N, H, W, C)\n"
       "  *-ubyte or *-ubyte.gz: an IDX image file, as MNIST's (t10k-images-idx3-ubyte.gz)\n"
       "  .npy and IDX files are read a batch of rows at a time, gzip or plain");
   options.add_options()("model", "Checkpoint from `pitrain train --checkpoint` (required)",

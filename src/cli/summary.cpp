@@ -21,11 +21,13 @@ int summary(int argc, char** argv, Comm& comm) {
       command_options("summary", "Print a model's layers as Keras' model.summary() does");
   options.add_options()("model", "cnn, mlp, cnn128 or a layer list (see docs/data.md)",
                         cxxopts::value<std::string>()->default_value("cnn"), "SPEC")(
-      "classes", "Number of classes", cxxopts::value<int>()->default_value("10"), "N");
+      "classes", "Number of classes", cxxopts::value<int>()->default_value("10"), "N")(
+      "input", "Image shape HxWxC", cxxopts::value<std::string>()->default_value("28x28x1"),
+      "SHAPE");
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
   const std::string name = r["model"].as<std::string>();
-  Model model(name, r["classes"].as<int>());
+  Model model(name, r["classes"].as<int>(), parse_shape(r["input"].as<std::string>(), "--input"));
   if (comm.rank() != 0) return 0;
   const std::string rule(70, '_'), double_rule(70, '=');
   std::printf("Model: \"%s\"\n%s\n %-33s%-26s%s\n%s\n",

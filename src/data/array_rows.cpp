@@ -97,7 +97,8 @@ std::vector<uint8_t> ArrayRows::read_rest() {
 
 ImageArray read_images(ArrayRows rows) {
   const int64_t n = rows.rows();
-  return {rows.read_rest(), n};
+  const Shape shape = rows.image_shape();
+  return {rows.read_rest(), n, shape};
 }
 
 }  // namespace pitrain

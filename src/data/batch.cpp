@@ -11,7 +11,7 @@ BatchLoader::BatchLoader(const Split& split, int batch_size)
     : split_(split),
       batch_size_(batch_size),
       rows_(split.size()),
-      x_(size_t(batch_size) * kImagePixels),
+      x_(size_t(batch_size * split.shape.size())),
       y_(size_t(batch_size)) {}
 
 BatchLoader::BatchLoader(const RankSlice& slice, int batch_size)
@@ -48,25 +48,26 @@ void BatchLoader::reset_in_order() {
 Batch BatchLoader::next() {
   constexpr float scale = 1.0f / 255.0f;
   const int n = int(std::min<size_t>(size_t(batch_size_), count_ - pos_));
+  const int64_t pixels = split_.shape.size();
   for (int i = 0; i < n; ++i) {
     const uint8_t* src;
     if (stream_) {
       src = stream_->next_row(&y_[size_t(i)]);
     } else {
       const size_t row = size_t(order_[pos_ + size_t(i)]);
-      src = &split_.images[row * kImagePixels];
+      src = &split_.images[row * size_t(pixels)];
       y_[size_t(i)] = split_.labels[row];
     }
-    float* dst = x_.data() + int64_t(i) * kImagePixels;
-    for (int p = 0; p < kImagePixels; ++p) dst[p] = float(src[p]) * scale;
+    float* dst = x_.data() + i * pixels;
+    for (int64_t p = 0; p < pixels; ++p) dst[p] = float(src[p]) * scale;
   }
   pos_ += size_t(n);
   // In memory, the next batch's rows, drawn at random from a split larger than the caches, start
   // on their way while this batch's step computes: its copy then waits for memory far less.
   const size_t ahead = stream_ ? pos_ : std::min(count_, pos_ + size_t(batch_size_));
   for (size_t i = pos_; i < ahead; ++i)
-    for (int p = 0; p < kImagePixels; p += 64)
-      __builtin_prefetch(&split_.images[size_t(order_[i]) * kImagePixels + size_t(p)]);
+    for (int64_t p = 0; p < pixels; p += 64)
+      __builtin_prefetch(&split_.images[size_t(order_[i] * pixels + p)]);
   return {x_.data(), y_.data(), n};
 }
 

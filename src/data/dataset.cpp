@@ -1,6 +1,7 @@
 #include "pitrain/dataset.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "pitrain/comm.h"
 #include "pitrain/error.h"
@@ -54,9 +55,15 @@ RankSlice slice_of(const h5::File& f, const std::string& split, int rank, int si
   if (const auto problem = class_names_problem(s.class_names); !problem.empty())
     throw Error(path + ": attribute class_names: " + problem + "; prepare the file again");
   const auto idims = f.shape(images), ldims = f.shape(labels);
-  if (idims.size() != 3 || idims[1] != kImageSide || idims[2] != kImageSide)
+  if (idims.size() == 3 || idims.size() == 4)
+    s.data.shape = {int(std::min<hsize_t>(idims[1], INT32_MAX)),
+                    int(std::min<hsize_t>(idims[2], INT32_MAX)),
+                    idims.size() == 4 ? int(std::min<hsize_t>(idims[3], INT32_MAX)) : 1};
+  if ((idims.size() != 3 && idims.size() != 4) || !image_shape_ok(s.data.shape))
     throw Error(path + ": dataset " + images + " has shape " + h5::dims_text(idims) +
-                ", expected " + image_rows_shape_text());
+                ", expected images (N,H,W) or (N,H,W,C), sides up to " +
+                std::to_string(kMaxImageSide) + ", up to " + std::to_string(kMaxChannels) +
+                " channels");
   if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1 || f.type_signed(images))
     throw Error(path + ": dataset " + images + " must be uint8 pixels (0-255)" +
                 (f.type_signed(images)
@@ -88,7 +95,8 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
   RankSlice s = slice_of(f, split, rank, size);
   const std::string images = "/" + split + "/images", labels = "/" + split + "/labels";
   const int64_t classes = int64_t(s.class_names.size());
-  if (s.rows <= memory_bytes / kRowBytes) {
+  const int64_t bytes_a_row = row_bytes(s.data.shape);
+  if (s.rows <= memory_bytes / bytes_a_row) {
     s.data.images = f.read_rows<uint8_t>(images, hsize_t(s.first_row), hsize_t(s.rows));
     s.data.labels = checked_labels(f, labels, s.first_row, s.rows, classes);
     return s;
@@ -97,7 +105,7 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
   // the file's chunks (kDatasetChunkRows where it has none) and a quarter of a window, so that a
   // window draws its rows from at least four places in the slice.
   f.check_stored(images);
-  const int64_t window_rows = std::max<int64_t>(1, memory_bytes / (2 * kRowBytes));
+  const int64_t window_rows = std::max<int64_t>(1, memory_bytes / (2 * bytes_a_row));
   const int64_t chunk = int64_t(f.chunk_rows(images));
   s.block_rows =
       std::max<int64_t>(1, std::min(chunk > 0 ? chunk : kDatasetChunkRows, window_rows / 4));
@@ -108,7 +116,9 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
 }
 
 std::string slice_text(const RankSlice& slice) {
-  const auto mb = [](int64_t rows) { return std::to_string((rows * kRowBytes + (1 << 19)) >> 20); };
+  const auto mb = [&](int64_t rows) {
+    return std::to_string((rows * row_bytes(slice.data.shape) + (1 << 19)) >> 20);
+  };
   if (!slice.streamed()) return "in memory (" + mb(slice.rows) + " MB a rank)";
   const int64_t window = slice.block_rows * slice.window_blocks;
   return "streamed from the file in windows of " + std::to_string(window) + " rows (" +
@@ -120,15 +130,24 @@ Split first_rows(const RankSlice& slice, int64_t n) {
   n = std::min(n, slice.rows);
   if (!slice.streamed()) {
     const Split& all = slice.data;
-    return {{all.images.begin(), all.images.begin() + n * kImagePixels},
-            {all.labels.begin(), all.labels.begin() + n}};
+    return {{all.images.begin(), all.images.begin() + n * all.shape.size()},
+            {all.labels.begin(), all.labels.begin() + n},
+            all.shape};
   }
   auto f = h5::File::open_read(slice.path);
   const std::string group = "/" + slice.split;
   Split out;
+  out.shape = slice.data.shape;
   out.images = f.read_rows<uint8_t>(group + "/images", hsize_t(slice.first_row), hsize_t(n));
   out.labels = f.read_rows<int32_t>(group + "/labels", hsize_t(slice.first_row), hsize_t(n));
   return out;
+}
+
+std::vector<unsigned long long> image_dims(int64_t n, const Shape& image) {
+  std::vector<unsigned long long> dims = {(unsigned long long)n, (unsigned long long)image.h,
+                                          (unsigned long long)image.w};
+  if (image.c != 1) dims.push_back((unsigned long long)image.c);
+  return dims;
 }
 
 void write_dataset(const std::string& path, const Split& train, const Split& val,
@@ -139,7 +158,7 @@ void write_dataset(const std::string& path, const Split& train, const Split& val
     const hsize_t n = hsize_t(split->size());
     const std::string images = std::string("/") + name + "/images";
     const std::string labels = std::string("/") + name + "/labels";
-    f.create_rows<uint8_t>(images, {n, kImageSide, kImageSide}, kDatasetChunkRows);
+    f.create_rows<uint8_t>(images, image_dims(int64_t(n), split->shape), kDatasetChunkRows);
     f.create_rows<int32_t>(labels, {n}, kDatasetChunkRows);
     if (n == 0) continue;
     f.write_rows<uint8_t>(images, 0, n, split->images.data());
@@ -157,7 +176,7 @@ void write_attributes(h5::File& f, const std::vector<std::string>& class_names,
 void check_same_dataset(Comm& comm, const std::string& path, const std::string& split,
                         const RankSlice& slice) {
   const uint64_t rows = uint64_t(slice.total_rows);
-  std::string names;
+  std::string names = shape_text(slice.data.shape) + "\n";  // the images' shape, then the names
   for (const auto& n : slice.class_names) names += n + "\n";
   uint64_t root_rows = rows;
   std::string root_names = names;
@@ -168,9 +187,13 @@ void check_same_dataset(Comm& comm, const std::string& path, const std::string& 
     std::vector<std::string> root;  // rank 0's class names
     for (size_t at = 0, end; (end = root_names.find('\n', at)) != std::string::npos; at = end + 1)
       root.push_back(root_names.substr(at, end - at));
+    const std::string root_shape = root.empty() ? "" : root.front();
+    if (!root.empty()) root.erase(root.begin());
     const auto& mine = slice.class_names;
     std::string what;
-    if (rows != root_rows) {
+    if (shape_text(slice.data.shape) != root_shape) {
+      what = "images of " + shape_text(slice.data.shape) + " against rank 0's " + root_shape;
+    } else if (rows != root_rows) {
       what = std::to_string(rows) + " /" + split + " rows against rank 0's " +
              std::to_string(root_rows);
     } else if (mine.size() != root.size()) {

@@ -37,12 +37,15 @@ IdxHeader parse_idx_header(const std::string& path, const std::vector<uint8_t>& 
 RowLayout idx_image_layout(const std::string& path, const std::vector<uint8_t>& head) {
   const IdxHeader h = parse_idx_header(path, head);
   const auto& d = h.dims;
-  if (d.size() != 3 || d[1] != kImageSide || d[2] != kImageSide)
+  const Shape image = d.size() == 3 ? Shape{int(std::min<int64_t>(d[1], kMaxImageSide + 1)),
+                                            int(std::min<int64_t>(d[2], kMaxImageSide + 1)), 1}
+                                    : Shape{0, 0, 0};
+  if (!image_shape_ok(image))
     throw Error(
         path + ": IDX images have " + std::to_string(d.size()) + " dimensions" +
         (d.size() == 3 ? " of (N," + std::to_string(d[1]) + "," + std::to_string(d[2]) + ")" : "") +
-        ", expected " + image_rows_shape_text());
-  return {h.size, d[0], kImagePixels};
+        ", expected (N,H,W) with sides up to " + std::to_string(kMaxImageSide));
+  return {h.size, d[0], uint64_t(image.size()), image};
 }
 
 RowLayout idx_label_layout(const std::string& path, const std::vector<uint8_t>& head) {

@@ -109,6 +109,7 @@ void read_prediction_input(const std::string& path, const PredictionBatch& use) 
     ArrayRows rows(path, npy ? npy_image_layout : idx_image_layout);
     if (rows.rows() == 0) throw Error(path + ": holds no images (0 rows)");
     ImageArray batch;
+    batch.shape = rows.image_shape();
     for (int64_t first = 0; first < rows.rows(); first += batch.rows) {
       batch.pixels.clear();
       batch.rows = rows.read(kPredictionRows, batch.pixels);

@@ -20,7 +20,7 @@ std::string dict_value(const std::string& header, const std::string& key) {
 
 // The numbers of a shape tuple; a negative one, or one too large for any real file, counts as -1
 // (rejected later).
-std::vector<int64_t> parse_shape(const std::string& tuple) {
+std::vector<int64_t> parse_npy_shape(const std::string& tuple) {
   std::vector<int64_t> dims;
   std::regex num("-?\\d+");
   for (auto it = std::sregex_iterator(tuple.begin(), tuple.end(), num);
@@ -63,16 +63,20 @@ RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& 
          ", expected '|u1' (uint8 pixels)");
   if (dict_value(header, "fortran_order") != "False")
     fail("Fortran order, expected C order (fortran_order False)");
-  const std::string shape_text = dict_value(header, "shape");
-  const auto shape = parse_shape(shape_text);
-  const bool flat = shape.size() == 2 && shape[0] >= 0 && shape[1] == kImagePixels;
-  const bool square =
-      shape.size() == 3 && shape[0] >= 0 && shape[1] == kImageSide && shape[2] == kImageSide;
-  if (!flat && !square)
-    fail("shape " + (shape_text.empty() ? std::string("missing") : shape_text) + ", expected (N, " +
-         std::to_string(kImagePixels) + ") or " + image_rows_shape_text() + " (rows of " +
-         image_size_text() + " images)");
-  return {offset + header_len, shape[0], kImagePixels};
+  const std::string tuple = dict_value(header, "shape");
+  const auto shape = parse_npy_shape(tuple);
+  const bool flat = shape.size() == 2 && shape[1] == kImagePixels;  // Quick Draw's rows
+  const auto side = [](int64_t v) { return int(std::clamp<int64_t>(v, 0, kMaxImageSide + 1)); };
+  Shape image = kDrawingShape;
+  if (shape.size() == 3 || shape.size() == 4)
+    image = {side(shape[1]), side(shape[2]), shape.size() == 4 ? side(shape[3]) : 1};
+  if (shape.empty() || shape[0] < 0 ||
+      !(flat || ((shape.size() == 3 || shape.size() == 4) && image_shape_ok(image))))
+    fail("shape " + (tuple.empty() ? std::string("missing") : tuple) + ", expected (N, " +
+         std::to_string(kImagePixels) +
+         ") as Quick Draw's, (N, H, W) or (N, H, W, C) images (sides " + "up to " +
+         std::to_string(kMaxImageSide) + ", up to " + std::to_string(kMaxChannels) + " channels)");
+  return {offset + header_len, shape[0], uint64_t(image.size()), image};
 }
 
 ImageArray read_npy_images(const std::string& path) {

@@ -23,14 +23,15 @@ namespace pitrain {
 namespace {
 
 // Rows of `src` picked by `order`, as a split.
-Split gather(const std::vector<uint8_t>& images, const std::vector<int32_t>& labels,
+Split gather(const ImageArray& images, const std::vector<int32_t>& labels,
              const std::vector<int64_t>& order, size_t first, size_t last) {
+  const size_t pixels = size_t(images.shape.size());
   Split s;
-  s.images.resize((last - first) * kImagePixels);
+  s.shape = images.shape;
+  s.images.resize((last - first) * pixels);
   s.labels.resize(last - first);
   for (size_t i = first; i < last; ++i) {
-    std::copy_n(&images[size_t(order[i]) * kImagePixels], kImagePixels,
-                &s.images[(i - first) * kImagePixels]);
+    std::copy_n(&images.pixels[size_t(order[i]) * pixels], pixels, &s.images[(i - first) * pixels]);
     s.labels[i - first] = labels[size_t(order[i])];
   }
   return s;
@@ -68,6 +69,7 @@ constexpr int64_t kReadRows = 4096;  // rows read from an input at once
 struct NpyInput {
   std::string file;
   int64_t keep;  // its first rows that the dataset takes
+  Shape image;   // its images'
 };
 
 // Each input's kept rows, in label order, kReadRows at a time: row(image, label, index), index
@@ -78,10 +80,11 @@ void for_each_npy_row(const std::vector<NpyInput>& inputs,
   std::vector<uint8_t> images;
   for (size_t c = 0; c < inputs.size(); ++c) {
     ArrayRows rows(inputs[c].file, npy_image_layout);
+    const size_t pixels = size_t(rows.image_shape().size());
     for (int64_t left = inputs[c].keep; left > 0;) {
       images.clear();
       const int64_t n = rows.read(std::min(left, kReadRows), images);
-      for (int64_t i = 0; i < n; ++i) row(&images[size_t(i) * kImagePixels], int32_t(c), index++);
+      for (int64_t i = 0; i < n; ++i) row(&images[size_t(i) * pixels], int32_t(c), index++);
       left -= n;
     }
   }
@@ -92,7 +95,8 @@ void for_each_npy_row(const std::vector<NpyInput>& inputs,
 // order, each shuffled, are a seeded shuffle of every row that never holds more than a bucket.
 class Buckets {
  public:
-  Buckets(const std::string& beside, int64_t count) {
+  Buckets(const std::string& beside, int64_t count, const Shape& image)
+      : pixels_(size_t(image.size())), image_(image) {
     for (int64_t b = 0; b < count; ++b) {
       const std::string path = temp_path_beside(beside);
       FILE* f = std::fopen(path.c_str(), "w+bx");
@@ -106,7 +110,7 @@ class Buckets {
   int64_t count() const { return int64_t(files_.size()); }
   void add(int64_t b, const uint8_t* image, int32_t label) {
     FILE* f = files_[size_t(b)].get();
-    if (std::fwrite(image, 1, kImagePixels, f) != size_t(kImagePixels) ||
+    if (std::fwrite(image, 1, pixels_, f) != pixels_ ||
         std::fwrite(&label, sizeof label, 1, f) != 1)
       throw Error("prepare: cannot write a bucket file beside --out (disk full?)");
   }
@@ -114,13 +118,14 @@ class Buckets {
     FILE* f = files_[size_t(b)].get();
     std::fflush(f);
     const long bytes = std::ftell(f);
-    const size_t rows = size_t(bytes) / (kImagePixels + sizeof(int32_t));
+    const size_t rows = size_t(bytes) / (pixels_ + sizeof(int32_t));
     std::rewind(f);
     Split s;
-    s.images.resize(rows * kImagePixels);
+    s.shape = image_;
+    s.images.resize(rows * pixels_);
     s.labels.resize(rows);
     for (size_t i = 0; i < rows; ++i)
-      if (std::fread(&s.images[i * kImagePixels], 1, kImagePixels, f) != size_t(kImagePixels) ||
+      if (std::fread(&s.images[i * pixels_], 1, pixels_, f) != pixels_ ||
           std::fread(&s.labels[i], sizeof(int32_t), 1, f) != 1)
         throw Error("prepare: cannot read back a bucket file");
     files_[size_t(b)].reset();
@@ -128,6 +133,8 @@ class Buckets {
   }
 
  private:
+  size_t pixels_;  // a row's
+  Shape image_;
   std::vector<std::unique_ptr<FILE, int (*)(FILE*)>> files_;
 };
 
@@ -135,17 +142,17 @@ class Buckets {
 // go to /val, the rest to /train.
 class DatasetWriter {
  public:
-  DatasetWriter(const std::string& path, int64_t n_val, int64_t n_train)
-      : file_(h5::File::create(path)), n_val_(n_val) {
+  DatasetWriter(const std::string& path, int64_t n_val, int64_t n_train, const Shape& image)
+      : file_(h5::File::create(path)), n_val_(n_val), pixels_(image.size()) {
     for (auto [split, n] : {std::pair{"/val", n_val}, std::pair{"/train", n_train}}) {
-      file_.create_rows<uint8_t>(std::string(split) + "/images",
-                                 {hsize_t(n), kImageSide, kImageSide}, kDatasetChunkRows);
+      file_.create_rows<uint8_t>(std::string(split) + "/images", image_dims(n, image),
+                                 kDatasetChunkRows);
       file_.create_rows<int32_t>(std::string(split) + "/labels", {hsize_t(n)}, kDatasetChunkRows);
     }
   }
   void add(const uint8_t* image, int32_t label) {
     Part& part = at_ < n_val_ ? val_ : train_;
-    part.images.insert(part.images.end(), image, image + kImagePixels);
+    part.images.insert(part.images.end(), image, image + pixels_);
     part.labels.push_back(label);
     ++at_;
     if (int64_t(part.labels.size()) == kDatasetChunkRows) flush(part);
@@ -171,7 +178,7 @@ class DatasetWriter {
     part.written += int64_t(n), part.images.clear(), part.labels.clear();
   }
   h5::File file_;
-  int64_t n_val_, at_ = 0;
+  int64_t n_val_, pixels_, at_ = 0;
   Part val_{"/val"}, train_{"/train"};
 };
 
@@ -206,28 +213,30 @@ void write_npy_dataset(const PrepareOptions& o, const std::vector<NpyInput>& inp
     throw Error(o.out + ": the train split would be empty; lower --val-fraction or add data");
   const uint64_t key = rng_key(o.seed, 0x9e3);
   std::unique_ptr<DatasetWriter> out;
-  const int64_t bytes = total * int64_t(kImagePixels + sizeof(int32_t));
+  const Shape image = inputs.front().image;
+  const int64_t pixels = image.size();
+  const int64_t bytes = total * int64_t(pixels + int64_t(sizeof(int32_t)));
   if (bytes <= o.memory) {
     Split all;
-    all.images.reserve(size_t(total) * kImagePixels), all.labels.reserve(size_t(total));
-    for_each_npy_row(inputs, [&](const uint8_t* image, int32_t label, int64_t) {
-      all.images.insert(all.images.end(), image, image + kImagePixels);
+    all.images.reserve(size_t(total * pixels)), all.labels.reserve(size_t(total));
+    for_each_npy_row(inputs, [&](const uint8_t* row, int32_t label, int64_t) {
+      all.images.insert(all.images.end(), row, row + pixels);
       all.labels.push_back(label);
     });
-    out = std::make_unique<DatasetWriter>(o.out, n_val, total - n_val);
+    out = std::make_unique<DatasetWriter>(o.out, n_val, total - n_val, image);
     for (int64_t row : shuffled_order(size_t(total), key))
-      out->add(&all.images[size_t(row) * kImagePixels], all.labels[size_t(row)]);
+      out->add(&all.images[size_t(row * pixels)], all.labels[size_t(row)]);
   } else {
     const int64_t bucket_bytes = std::max<int64_t>(1, o.memory / 4);
-    Buckets buckets(o.out, (bytes + bucket_bytes - 1) / bucket_bytes);
-    for_each_npy_row(inputs, [&](const uint8_t* image, int32_t label, int64_t index) {
-      buckets.add(int64_t(rng_key(key, uint64_t(index)) % uint64_t(buckets.count())), image, label);
+    Buckets buckets(o.out, (bytes + bucket_bytes - 1) / bucket_bytes, image);
+    for_each_npy_row(inputs, [&](const uint8_t* row, int32_t label, int64_t index) {
+      buckets.add(int64_t(rng_key(key, uint64_t(index)) % uint64_t(buckets.count())), row, label);
     });
-    out = std::make_unique<DatasetWriter>(o.out, n_val, total - n_val);
+    out = std::make_unique<DatasetWriter>(o.out, n_val, total - n_val, image);
     for (int64_t b = 0; b < buckets.count(); ++b) {
       const Split bucket = buckets.take(b);
       for (int64_t row : shuffled_order(size_t(bucket.size()), rng_key(key, uint64_t(b), 1)))
-        out->add(&bucket.images[size_t(row) * kImagePixels], bucket.labels[size_t(row)]);
+        out->add(&bucket.images[size_t(row * pixels)], bucket.labels[size_t(row)]);
     }
   }
   write_attributes(out->finish(), names, provenance);
@@ -302,8 +311,14 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
     for (const auto& name : names) {
       const std::string file = o.npy_dir + "/" + name + ".npy";
       inputs.push_back({"--npy", file});
-      const int64_t rows = ArrayRows(file, npy_image_layout).rows();  // the header alone
-      npy.push_back({file, o.max_per_class > 0 ? std::min(o.max_per_class, rows) : rows});
+      const ArrayRows header(file, npy_image_layout);  // the header alone
+      const int64_t rows = header.rows();
+      npy.push_back({file, o.max_per_class > 0 ? std::min(o.max_per_class, rows) : rows,
+                     header.image_shape()});
+      if (npy.back().image != npy.front().image)
+        throw Error(file + ": images of " + shape_text(npy.back().image) + ", but " +
+                    npy.front().file + "'s are " + shape_text(npy.front().image) +
+                    "; every class file of a dataset needs images of one shape");
     }
     check_output("--out", o.out, inputs);
     provenance["source"] = "Quick, Draw! numpy_bitmap .npy files from " + o.npy_dir +
@@ -328,7 +343,7 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
       check_labels(lfile, l, a, names.size());
       const std::vector<int32_t> labels(l.begin(), l.end());
       const auto order = shuffled_order(labels.size(), rng_key(o.seed, stem[1]));
-      *split = gather(a.pixels, labels, order, 0, labels.size());
+      *split = gather(a, labels, order, 0, labels.size());
     }
     // train refuses a file without either split
     for (auto [split, stem] : {std::pair{&train, "train"}, std::pair{&val, "t10k"}})

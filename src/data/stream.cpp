@@ -19,7 +19,7 @@ constexpr uint64_t kBlocks = 0xb1, kRows = 0x5e;  // the two orders' key coordin
 }  // namespace
 
 struct SliceStream::Window {
-  std::vector<uint8_t> images;  // (rows, 28, 28)
+  std::vector<uint8_t> images;  // (rows, H, W, C)
   std::vector<int32_t> labels;  // (rows)
   std::vector<int32_t> order;   // (rows) the window's rows in the order they are given
   int64_t pass = -1, index = -1;
@@ -61,14 +61,15 @@ int64_t SliceStream::window_size(int64_t pass, int64_t index) const {
 
 void SliceStream::read_window(int64_t pass, int64_t index, Window& w) const {
   const int64_t rows = window_size(pass, index);
-  w.images.resize(size_t(rows) * kImagePixels);
+  const int64_t pixels = slice_.data.shape.size();
+  w.images.resize(size_t(rows * pixels));
   w.labels.resize(size_t(rows));
   int64_t at = 0;
   for (int64_t b : window_blocks(pass, index)) {
     const hsize_t first = hsize_t(slice_.first_row + b * slice_.block_rows);
     const hsize_t n = hsize_t(block_size(b));
     const std::string group = "/" + slice_.split;
-    file_->read_rows_into(group + "/images", first, n, &w.images[size_t(at) * kImagePixels]);
+    file_->read_rows_into(group + "/images", first, n, &w.images[size_t(at * pixels)]);
     file_->read_rows_into(group + "/labels", first, n, &w.labels[size_t(at)]);
     at += int64_t(n);
   }
@@ -112,7 +113,7 @@ const uint8_t* SliceStream::next_row(int32_t* label) {
   const size_t row = size_t(current_->order[size_t(offset_++)]);
   --left_;
   *label = current_->labels[row];
-  return &current_->images[row * kImagePixels];
+  return &current_->images[row * size_t(slice_.data.shape.size())];
 }
 
 }  // namespace pitrain

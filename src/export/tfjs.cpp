@@ -12,13 +12,24 @@ namespace {
 
 constexpr const char* kShard = "group1-shard1of1.bin";
 
+// What model.json's metadata says the input is.
+std::string input_text(const Shape& s) {
+  const std::string dims =
+      "(N, " + std::to_string(s.h) + ", " + std::to_string(s.w) + ", " + std::to_string(s.c) + ")";
+  if (s == kDrawingShape)
+    return "float32 " + dims +
+           ": 28x28 grayscale images, row by row, channels-last, each pixel / 255 (0 black, 1 "
+           "white), light drawing on black as in the training data";
+  return "float32 " + dims + ": " + std::to_string(s.h) + "x" + std::to_string(s.w) +
+         " images of " + std::to_string(s.c) +
+         " channel(s), row by row, channels-last, each value / 255, as in "
+         "the training data";
+}
+
 nlohmann::ordered_json metadata(const Checkpoint& ckpt) {
   return {
       {"class_names", ckpt.class_names},
-      {"input",
-       "float32 (N, 28, 28, 1): 28x28 grayscale images, row by row, channels-last, each pixel / "
-       "255 "
-       "(0 black, 1 white), light drawing on black as in the training data"},
+      {"input", input_text(ckpt.model.input_shape())},
       {"output",
        "float32 (N, classes): the probability of each class, in the order of class_names"},
       {"model_spec", ckpt.model.spec()},

@@ -20,10 +20,11 @@ void add_keras_kernel_config(nlohmann::ordered_json& config) {
 
 namespace {
 
+// `input`: the first layer's, which Keras writes as batch_input_shape; null on the others.
 nlohmann::ordered_json layer_entry(const std::string& keras_class, const std::string& name,
-                                   bool first, const Layer* layer) {
+                                   const Shape* input, const Layer* layer) {
   nlohmann::ordered_json config = {{"name", name}, {"trainable", true}};
-  if (first) config["batch_input_shape"] = {nullptr, kInputShape.h, kInputShape.w, kInputShape.c};
+  if (input) config["batch_input_shape"] = {nullptr, input->h, input->w, input->c};
   config["dtype"] = "float32";
   if (layer) layer->keras_config(config);
   return {{"class_name", keras_class}, {"config", config}};
@@ -36,11 +37,12 @@ nlohmann::ordered_json keras_model_config(const Model& model) {
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (size_t i = 0; i < model.layers().size(); ++i) {
     const Layer& l = *model.layers()[i];
-    layers.push_back(layer_entry(l.type().keras_class, names[i], i == 0, &l));
+    layers.push_back(
+        layer_entry(l.type().keras_class, names[i], i == 0 ? &model.input_shape() : nullptr, &l));
   }
   const auto& last = layers.back()["config"];
   if (!(last.contains("activation") && last["activation"] == "softmax")) {
-    auto softmax = layer_entry("Activation", "activation", false, nullptr);
+    auto softmax = layer_entry("Activation", "activation", nullptr, nullptr);
     softmax["config"]["activation"] = "softmax";
     layers.push_back(softmax);
   }

@@ -10,10 +10,11 @@
 
 namespace pitrain {
 
-Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
+Model::Model(const std::string& name_or_spec, int classes, Shape input)
+    : classes_(classes), input_(input) {
   if (classes < 2)
     throw UsageError("model: need at least 2 classes, got " + std::to_string(classes));
-  layers_ = make_layers(name_or_spec, kInputShape, classes);
+  layers_ = make_layers(name_or_spec, input, classes);
   for (auto& l : layers_) spec_ += (spec_.empty() ? "" : " ") + l->spec();
   for (size_t i = 0; i < layers_.size(); ++i)
     fused_.push_back(i + 1 < layers_.size() && layers_[i]->fuse_next(*layers_[i + 1]));
@@ -46,7 +47,7 @@ Model::Model(const std::string& name_or_spec, int classes) : classes_(classes) {
 }
 
 Model Model::reading_params(const Model& owner, float* params) {
-  Model m(owner.spec_, owner.classes_);
+  Model m(owner.spec_, owner.classes_, owner.input_);
   m.params_ = {}, m.grads_ = {};
   m.read_params(params);
   return m;

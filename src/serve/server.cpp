@@ -332,6 +332,11 @@ std::vector<uint8_t> parse_pixels(const std::string& body) {
 
 void serve(const ServeOptions& opts) {
   Checkpoint ckpt = load_checkpoint(opts.model);
+  if (ckpt.model.input_shape() != kDrawingShape)
+    throw Error(opts.model + ": takes images of " + shape_text(ckpt.model.input_shape()) +
+                "; the drawing page makes " + shape_text(kDrawingShape) +
+                " drawings, so serve needs a model trained on such (Quick Draw, MNIST); use "
+                "`pitrain predict` for other images");
   App app{ckpt, opts, host_names(opts.host), {opts.port}, {}, {}};
   MHD_Daemon* daemon = start(app, opts);
   // The one picked for --port 0.

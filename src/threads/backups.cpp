@@ -58,7 +58,7 @@ LossStats ThreadedModel::forward_backward_crowded(const float* x, const int32_t*
   Slot& slot = slots_[size_t(free_slot)];
   slot.params.resize(size_t(model_.num_params()));
   copy_for_another_core(model_.params().data(), slot.params.data(), model_.num_params());
-  slot.x.assign(x, x + int64_t(n) * kImagePixels), slot.y.assign(y, y + n);
+  slot.x.assign(x, x + n * model_.input_floats()), slot.y.assign(y, y + n);
   slot.n = n, slot.count = count, slot.batch = batch, slot.ctx = ctx;
   open_batch_ = batch << kLowBits | uint64_t(free_slot);
   pool_.post(backup_job_);

@@ -106,7 +106,7 @@ LossStats ThreadedModel::share_forward_backward(Model& scratch, const float* x, 
   Context share = ctx;
   share.first_row = first, share.batch_rows = n, share.prepared = prepared;
   share.pool = nullptr;  // a share runs on its thread alone: the pool is busy with the shares
-  return scratch.forward_backward(x + int64_t(first) * kImagePixels, y + first, rows, share);
+  return scratch.forward_backward(x + first * model_.input_floats(), y + first, rows, share);
 }
 
 LossStats ThreadedModel::sum_stats(int count) const {
@@ -161,7 +161,7 @@ void ThreadedModel::forward(const float* x, int n, const ShareLogits& share) {
   for_each_share(n, [&](Model& scratch, int s, int, int first, int rows, bool prepared) {
     Context ctx;
     ctx.prepared = prepared;
-    share(s, scratch.forward(x + int64_t(first) * kImagePixels, rows, ctx), first, rows);
+    share(s, scratch.forward(x + first * model_.input_floats(), rows, ctx), first, rows);
   });
 }
 

@@ -98,6 +98,16 @@ void check_weights(const h5::File& f, const std::vector<std::unique_ptr<Layer>>&
     }
 }
 
+// The images its model takes: input_shape, or a file from before it was kept, 28x28x1.
+Shape checkpoint_input_shape(const h5::File& f) {
+  if (!f.has_attr("input_shape")) return kDrawingShape;
+  try {
+    return parse_shape(f.attr_string("input_shape"), "attribute input_shape");
+  } catch (const UsageError& e) {
+    throw Error(f.path() + ": " + e.what() + "; the checkpoint is damaged or was edited");
+  }
+}
+
 // The model its model_spec and class_names describe, built once the file holds every weight it
 // implies and its parameters and `batch` rows of activations fit in memory (checked from the
 // layers' shapes, before anything is allocated); an Error naming the file otherwise.
@@ -107,6 +117,7 @@ Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_
     throw Error(f.path() + ": attribute class_names: " + problem + "; the checkpoint is damaged");
   const std::string spec = f.attr_string("model_spec");
   const int classes = int(class_names.size());
+  const Shape input = checkpoint_input_shape(f);
   // Its words are about a --model flag: say it is this file's.
   auto not_this_file = [&](const Error& e) {
     return Error(f.path() + ": its model_spec does not fit its " + std::to_string(classes) +
@@ -114,7 +125,7 @@ Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_
   };
   std::vector<std::unique_ptr<Layer>> layers;
   try {
-    layers = make_layers(spec, kInputShape, classes);
+    layers = make_layers(spec, input, classes);
   } catch (const Error& e) {
     throw not_this_file(e);
   }
@@ -124,7 +135,7 @@ Model checkpoint_model(const h5::File& f, const std::vector<std::string>& class_
       f.path() + ": its model " + spec + " run on " + std::to_string(batch) + " rows at once",
       "use a machine with more memory, or a smaller --batch-size to resume");
   try {
-    return Model(spec, classes);
+    return Model(spec, classes, input);
   } catch (const Error& e) {
     throw not_this_file(e);
   }
@@ -137,6 +148,7 @@ void write_contents(h5::File& f, const Model& model, Optimizer& opt, const RunSt
   for (auto& [name, buf] : opt.state())
     f.write<float>("/optimizer_weights/" + name, {hsize_t(buf->size())}, buf->data());
   f.set_attr("model_spec", model.spec());
+  f.set_attr("input_shape", shape_text(model.input_shape()));
   f.set_attr("class_names", class_names);
   f.set_attr("optimizer", opt.name());
   f.set_attr("iterations", double(opt.iterations));

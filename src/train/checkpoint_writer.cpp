@@ -6,7 +6,7 @@ namespace pitrain {
 
 CheckpointWriter::CheckpointWriter(const Model& model, const Optimizer& opt,
                                    std::vector<std::string> class_names)
-    : model_(model.spec(), model.classes()),
+    : model_(model.spec(), model.classes(), model.input_shape()),
       opt_(make_optimizer(opt.name(), model.num_params(), 0)),  // momentum: not part of the file
       class_names_(std::move(class_names)) {}
 

@@ -9,7 +9,8 @@ namespace pitrain {
 
 std::vector<float> class_probabilities(Model& model, const uint8_t* pixels) {
   // Through BatchLoader: the same scaling to [0, 1] as training and evaluation.
-  const Split split{std::vector<uint8_t>(pixels, pixels + kImagePixels), {0}};
+  const Split split{
+      std::vector<uint8_t>(pixels, pixels + model.input_floats()), {0}, model.input_shape()};
   BatchLoader loader(split, 1);
   loader.reset_in_order();
   const float* logits = model.forward(loader.next().x, 1, Context{});

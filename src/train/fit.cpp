@@ -64,8 +64,13 @@ Run start_run(const TrainOptions& o, Comm& comm) {
       if (ckpt->class_names != train.class_names)
         throw Error(o.resume + ": checkpoint classes differ from " + o.data +
                     "'s class_names; resume on the same data");
+      if (ckpt->model.input_shape() != train.data.shape)
+        throw Error(o.resume + ": checkpoint takes images of " +
+                    shape_text(ckpt->model.input_shape()) + ", " + o.data + " holds " +
+                    shape_text(train.data.shape) + "; resume on the same data");
       if (!o.model.empty() &&
-          Model(o.model, int(train.class_names.size())).spec() != ckpt->model.spec())
+          Model(o.model, int(train.class_names.size()), train.data.shape).spec() !=
+              ckpt->model.spec())
         throw Error(o.resume + ": checkpoint holds the model " + ckpt->model.spec() +
                     ", not --model " + o.model +
                     "; leave out --model to continue it, or start a new run without --resume");
@@ -83,7 +88,8 @@ Run start_run(const TrainOptions& o, Comm& comm) {
   std::optional<Model> model;
   run_together(comm, [&] {
     // Inside: a model too large for this machine's memory may fail on some ranks only.
-    model.emplace(ckpt ? std::move(ckpt->model) : Model(spec, int(train.class_names.size())));
+    model.emplace(ckpt ? std::move(ckpt->model)
+                       : Model(spec, int(train.class_names.size()), train.data.shape));
     check_model_fits_memory(model->layers(), o.batch_size,
                             "--batch-size " + std::to_string(o.batch_size) + " with this model",
                             "use a smaller --batch-size");

@@ -1,0 +1,31 @@
+#include "pitrain/shape.h"
+
+#include <regex>
+
+#include "pitrain/error.h"
+
+namespace pitrain {
+
+std::string shape_text(const Shape& s) {
+  return std::to_string(s.h) + "x" + std::to_string(s.w) + "x" + std::to_string(s.c);
+}
+
+bool image_shape_ok(const Shape& s) {
+  return s.h >= 1 && s.h <= kMaxImageSide && s.w >= 1 && s.w <= kMaxImageSide && s.c >= 1 &&
+         s.c <= kMaxChannels;
+}
+
+Shape parse_shape(const std::string& text, const std::string& what) {
+  static const std::regex form(R"(([0-9]{1,5})x([0-9]{1,5})(?:x([0-9]{1,2}))?)");
+  std::smatch m;
+  Shape s;
+  if (std::regex_match(text, m, form))
+    s = {std::stoi(m[1]), std::stoi(m[2]), m[3].matched ? std::stoi(m[3]) : 1};
+  if (!m.size() || !image_shape_ok(s))
+    throw UsageError(what + " " + text + ": give HxWxC, e.g. 28x28x1 or 32x32x3 (sides 1 to " +
+                     std::to_string(kMaxImageSide) + ", 1 to " + std::to_string(kMaxChannels) +
+                     " channels)");
+  return s;
+}
+
+}  // namespace pitrain
