@@ -5,6 +5,8 @@
 #   speed     images/s of `cnn` on 1 thread, streamed (--data-memory 8: windows of about 2,600
 #             rows) against in memory, on the 15-class set, alternating, medians of REPEATS
 #   accuracy  final validation accuracy after 5 epochs, streamed against in memory, seeds 1-3
+#   prepare   peak RSS of `pitrain prepare --npy` (default --memory) making the large set from 15
+#             .npy class files of ROWS/15 drawings each
 # usage: bench/stream.sh [ROWS] [REPEATS]   (default 4000000 5; needs python3-h5py)
 set -euo pipefail
 rows=${1:-4000000} repeats=${2:-5}
@@ -32,6 +34,23 @@ with h5py.File(src, "r") as f, h5py.File(out, "w") as g:
     g.attrs["class_names"] = f.attrs["class_names"]
 PY
 big_mb=$(du -m "$work/big.h5" | cut -f1)
+
+# The large set from .npy files, as from a folder of Quick Draw classes; then they are removed.
+mkdir "$work/npy"
+/usr/bin/python3 - "$work/d.h5" "$work/npy" "$rows" <<'PY'
+import sys, h5py, numpy as np
+src, out, rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
+images = h5py.File(src, "r")["train/images"][:].reshape(-1, 784)
+for c in range(15):
+    n = rows // 15
+    a = np.lib.format.open_memmap(f"{out}/class{c:02d}.npy", mode="w+", dtype=np.uint8, shape=(n, 784))
+    for at in range(0, n, len(images)):
+        k = min(len(images), n - at)
+        a[at:at + k] = images[:k]
+    a.flush()
+PY
+prepare_rss=$( { /usr/bin/time -f "%M" "$build/pitrain" prepare --npy "$work/npy" --out "$work/big2.h5" >/dev/null; } 2>&1 | tail -n 1)
+rm -rf "$work/npy" "$work/big2.h5"
 
 # Peak RSS of each rank (VmHWM), polled until the job ends.
 peak_rss() {
@@ -66,9 +85,9 @@ for seed in 1 2 3; do
   run acc-stream --epochs 5 --seed "$seed" --data-memory 8
 done
 
-python3 - "$work" "$repeats" "$bench_data" "$rows" "$big_mb" "$rss" <<'PY'
+python3 - "$work" "$repeats" "$bench_data" "$rows" "$big_mb" "$rss" "$prepare_rss" <<'PY'
 import json, os, statistics, sys
-work, repeats, data, rows, big_mb, rss = sys.argv[1:7]
+work, repeats, data, rows, big_mb, rss, prepare_kb = sys.argv[1:8]
 mode = json.load(open(os.path.join(work, "big.json")))["data"]
 def vals(tag, key):
     return [json.loads(l)[key] for l in open(os.path.join(work, tag)) if l.strip()]
@@ -81,4 +100,5 @@ am, ast = vals("acc-memory", "val_accuracy"), vals("acc-stream", "val_accuracy")
 print("accuracy after 5 epochs, seeds 1-3: in memory " + ", ".join(f"{a:.4f}" for a in am) +
       f" (mean {statistics.mean(am):.4f}); streamed " + ", ".join(f"{a:.4f}" for a in ast) +
       f" (mean {statistics.mean(ast):.4f}): {100 * (statistics.mean(ast) - statistics.mean(am)):+.2f} points")
+print(f"prepare --npy of {int(rows) // 15 * 15:,} drawings in 15 class files: peak RSS {int(prepare_kb) // 1024} MB")
 PY
