@@ -51,7 +51,7 @@ RowLayout idx_image_layout(const std::string& path, const std::vector<uint8_t>& 
 RowLayout idx_label_layout(const std::string& path, const std::vector<uint8_t>& head) {
   const IdxHeader h = parse_idx_header(path, head);
   if (h.dims.size() != 1) throw Error(path + ": IDX labels must be one-dimensional (N,)");
-  return {h.size, h.dims[0], 1};
+  return {h.size, h.dims[0], 1, Shape{}};
 }
 
 ImageArray read_idx_images(const std::string& path) {
