@@ -252,15 +252,7 @@ expect_error "image is 2x1, expected 28x28" sh -c "printf 'P2 2 1 255 0 0' >'$wo
 # shape from the .npy files, train builds the model for it, and evaluate, predict, export and
 # summary follow the checkpoint's; serve and a 28x28 input refuse it.
 mkdir -p "$work/rgb"
-"$h5py" - "$work/rgb" <<'PY'
-import numpy as np, sys
-rng = np.random.default_rng(0)
-for c, name in enumerate(["red", "green", "blue"]):
-    x = rng.integers(0, 60, (120, 32, 32, 3), dtype=np.uint8)
-    x[:, 8:24, 8:24, c] = 230
-    np.save(f"{sys.argv[1]}/{name}.npy", x)
-np.save(f"{sys.argv[1]}/../rgb-rows.npy", x[:4])
-PY
+"$h5py" "$here/test/rgb_classes.py" "$work/rgb" 120 0 "$work/rgb-rows.npy" 4
 rgb_model="conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)"
 if "$PITRAIN" prepare --npy "$work/rgb" --out "$work/rgb.h5" >"$work/rgb.out" 2>&1 &&
   mpi -np 2 "$PITRAIN" train --data "$work/rgb.h5" --model "$rgb_model" --epochs 3 --threads 1 \
@@ -282,6 +274,14 @@ expect_error "takes images of 32x32x3; the drawing page makes 28x28x1 drawings" 
 { printf 'P5 28 28 255\n'; head -c 784 /dev/zero; } >"$work/blank.pgm"
 expect_error "images of 28x28x1, but $work/rgb-m.h5 takes 32x32x3" "$PITRAIN" predict --model "$work/rgb-m.h5" "$work/blank.pgm"
 expect_error "--input 32x32x9: give HxWxC" "$PITRAIN" summary --input 32x32x9
+"$h5py" - "$work/mixed.h5" <<'PY'
+import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], "w") as f:
+    f["train/images"] = np.zeros((30, 32, 32, 3), np.uint8); f["train/labels"] = np.arange(30, dtype=np.int32) % 3
+    f["val/images"] = np.zeros((9, 28, 28), np.uint8); f["val/labels"] = np.arange(9, dtype=np.int32) % 3
+    f.attrs["class_names"] = [b"a", b"b", b"c"]
+PY
+expect_error "/val holds images of 28x28x1, /train of 32x32x3" mpi -np 2 "$PITRAIN" train --data "$work/mixed.h5"
 
 echo "cli: $failures failure(s)"
 [ "$failures" -eq 0 ]

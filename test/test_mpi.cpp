@@ -734,3 +734,26 @@ TEST_CASE("a streamed slice: a run stopped mid-epoch and resumed trains as one r
     CHECK(out.str().find("data: streamed from the file in windows of 36 rows") !=
           std::string::npos);
 }
+
+// Local SGD's ranks meet after every 4th step, where the stop vote rides; a checkpoint every 3
+// steps needs no vote and falls due at its own steps all the same.
+TEST_CASE("run control: a checkpoint by steps falls due at its steps, between meetings too") {
+  test::TempDir dir;
+  Comm comm;
+  Model model("mlp", 3);
+  auto opt = make_optimizer("adam", model.num_params(), 0);
+  SyncOptions so;
+  so.strategy = "local-sgd", so.sync_every = 4;
+  auto sync = make_sync_strategy(comm, model.params().data(), model.num_params(), so);
+  TrainOptions o;
+  o.checkpoint = dir / "c.h5";
+  o.checkpoint_every_steps = 3;
+  RunState state;
+  RunControl control(o, comm, *sync, model, *opt, state, test::class_names(3));
+  for (int64_t step = 0; step < 12; ++step) {
+    state.step = step + 1;
+    const StepDecision d = control.after_step(step);
+    CHECK(d.stop == 0);
+    CHECK(d.save == ((step + 1) % 3 == 0));
+  }
+}

@@ -70,15 +70,7 @@ check mixed "conv2d(8,3,same) relu maxpool2d conv2d(16,5) flatten dense(32,relu)
   "conv2d:3x3x1x8,8;re_lu:;max_pooling2d:;conv2d_1:5x5x8x16,16;flatten:;dense:1600x32,32;dropout:;dense_1:32x10,10"
 # Three channels: 32x32 colour images of three classes, made here.
 mkdir -p "$work/rgb"
-"$py" - "$work/rgb" <<'PY'
-import numpy as np, sys
-rng = np.random.default_rng(1)
-for c, name in enumerate(["red", "green", "blue"]):
-    x = rng.integers(0, 60, (80, 32, 32, 3), dtype=np.uint8)
-    x[:, 8:24, 8:24, c] = 230
-    np.save(f"{sys.argv[1]}/{name}.npy", x)
-np.save(f"{sys.argv[1]}/../rgb-rows.npy", rng.integers(0, 256, (50, 32, 32, 3), dtype=np.uint8))
-PY
+"$py" "$here/rgb_classes.py" "$work/rgb" 80 1 "$work/rgb-rows.npy" 50 --noise
 "$PITRAIN" prepare --npy "$work/rgb" --out "$work/rgb-data.h5" >/dev/null || fail "prepare of 32x32x3 images"
 check rgb "conv2d(8,3,relu) maxpool2d flatten dense(classes,softmax)" "Conv2D MaxPooling2D Flatten Dense" \
   "conv2d:3x3x3x8,8;max_pooling2d:;flatten:;dense:1800x3,3" "$work/rgb-data.h5" "$work/rgb-rows.npy"

@@ -1,8 +1,8 @@
 // Checkpoints written behind the training: save() copies the weights and optimizer state
 // (0.8 MB for `mlp`, 0.3 MB for `cnn`, Adam's m and v included) and returns; a thread of its
-// own writes, fsyncs and renames the file (checkpoint.h) while the steps go on. Debian's HDF5
-// is built without thread safety: while a write is under way nothing else may call HDF5, so
-// wait() before any other HDF5 use (the fit loop has none: the data is in memory by then).
+// own writes, fsyncs and renames the file (checkpoint.h) while the steps go on. A streamed slice
+// reads HDF5 meanwhile, on threads of its own: that needs a thread-safe HDF5, as Debian's serial
+// one is (load_rank_slice refuses to stream without one).
 #pragma once
 #include <exception>
 #include <memory>

@@ -46,6 +46,8 @@ class Comm {
   // out of the first epoch and out of --sync auto's timing of the link (gloo, the peer's
   // transport, also connects every pair when it starts).
   void connect_all();
+  // A duplicate of the communicator, for collectives of their own (collective; timed as a call).
+  MPI_Comm duplicate();
   // The lowest rank whose `ok` is false, or size() when all are fine; the same on every rank.
   // Lets all ranks leave together when one failed, before any waits in a training collective.
   int first_failed(bool ok);

@@ -1,6 +1,7 @@
 // Loss, accuracy and confusion matrix of a model over a split that the ranks share.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "pitrain/comm.h"
@@ -21,6 +22,8 @@ constexpr int kEvalBatch = 256;
 
 // Every rank evaluates its slice; the sums are allreduced, so every rank gets the whole figure.
 Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm);
-Evaluation evaluate(ThreadedModel& model, const RankSlice& local, Comm& comm);
+// `each_batch`: called after each batch (fit's stall watchdog: a long validation is progress).
+Evaluation evaluate(ThreadedModel& model, const RankSlice& local, Comm& comm,
+                    const std::function<void()>& each_batch = nullptr);
 
 }  // namespace pitrain

@@ -130,6 +130,13 @@ void Comm::connect_all() {
   MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
 }
 
+MPI_Comm Comm::duplicate() {
+  InMpi timed(*this);
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm_dup(comm_, &dup);
+  return dup;
+}
+
 int Comm::first_failed(bool ok) {
   InMpi timed(*this);
   int v = ok ? size_ : rank_;

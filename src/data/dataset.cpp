@@ -101,6 +101,11 @@ RankSlice load_rank_slice(const std::string& path, const std::string& split, int
     s.data.labels = checked_labels(f, labels, s.first_row, s.rows, classes);
     return s;
   }
+  hbool_t threadsafe = false;  // the next window is read on a thread of its own
+  if (H5is_library_threadsafe(&threadsafe) < 0 || !threadsafe)
+    throw Error(path + ": " + split + " slice of " + std::to_string(s.rows * bytes_a_row >> 20) +
+                " MB is more than --data-memory lets a rank hold, and this HDF5 library is not "
+                "thread-safe, which streaming needs; raise --data-memory, or use Debian's libhdf5");
   // Two windows (the one training, the one being read) fit the bound. A block is at most one of
   // the file's chunks (kDatasetChunkRows where it has none) and a quarter of a window, so that a
   // window draws its rows from at least four places in the slice.

@@ -12,9 +12,19 @@ namespace pitrain::h5 {
 namespace {
 
 // HDF5 prints its error stack to stderr by default; we report our own one-line errors instead.
+// A thread-safe HDF5 keeps that setting per thread: the stream's and the checkpoint writer's too.
 void silence_hdf5() {
-  static const bool done = (H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr), true);
+  static thread_local const bool done = (H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr), true);
   (void)done;
+}
+
+// Selects rows [first, first + count) of the dataspace `space`; the memory space of those rows.
+Handle select_rows(hid_t space, hsize_t first, hsize_t count) {
+  std::vector<hsize_t> start(size_t(H5Sget_simple_extent_ndims(space)), 0), extent(start.size());
+  H5Sget_simple_extent_dims(space, extent.data(), nullptr);
+  start[0] = first, extent[0] = count;
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr);
+  return Handle(H5Screate_simple(int(extent.size()), extent.data(), nullptr), H5Sclose);
 }
 
 }  // namespace
@@ -94,12 +104,7 @@ template <class T>
 void File::write_rows(const std::string& name, hsize_t first, hsize_t count, const T* data) {
   Handle ds = open_dataset(name);
   Handle space(H5Dget_space(ds.get()), H5Sclose);
-  std::vector<hsize_t> start(size_t(H5Sget_simple_extent_ndims(space.get())), 0);
-  std::vector<hsize_t> extent(start.size());
-  H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr);
-  start[0] = first, extent[0] = count;
-  H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr);
-  Handle mem(H5Screate_simple(int(extent.size()), extent.data(), nullptr), H5Sclose);
+  const Handle mem = select_rows(space.get(), first, count);
   if (H5Dwrite(ds.get(), native_type<T>(), mem.get(), space.get(), H5P_DEFAULT, data) < 0)
     throw Error(path_ + ": cannot write rows of " + name + " (disk full?)");
 }
@@ -234,16 +239,12 @@ std::vector<T> File::read_rows(const std::string& name, hsize_t first, hsize_t c
 
 template <class T>
 void File::read_rows_into(const std::string& name, hsize_t first, hsize_t count, T* out) const {
+  silence_hdf5();  // a streamed slice reads on a thread of its own
   Handle ds = open_dataset(name);
   check_stored(name, ds.get());
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   if (row_values(path_, name, space.get(), first, count) == 0) return;
-  std::vector<hsize_t> start(size_t(H5Sget_simple_extent_ndims(space.get())), 0);
-  std::vector<hsize_t> extent(start.size());
-  H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr);
-  start[0] = first, extent[0] = count;
-  H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr);
-  Handle mem(H5Screate_simple(int(extent.size()), extent.data(), nullptr), H5Sclose);
+  const Handle mem = select_rows(space.get(), first, count);
   if (H5Dread(ds.get(), native_type<T>(), mem.get(), space.get(), H5P_DEFAULT, out) < 0)
     throw Error(path_ + ": cannot read " + name + " (damaged or truncated file?)");
 }

@@ -84,6 +84,7 @@ void for_each_npy_row(const std::vector<NpyInput>& inputs,
     for (int64_t left = inputs[c].keep; left > 0;) {
       images.clear();
       const int64_t n = rows.read(std::min(left, kReadRows), images);
+      if (n == 0) throw Error(inputs[c].file + ": ended before the rows its header declares");
       for (int64_t i = 0; i < n; ++i) row(&images[size_t(i) * pixels], int32_t(c), index++);
       left -= n;
     }
@@ -101,8 +102,10 @@ class Buckets {
       const std::string path = temp_path_beside(beside);
       FILE* f = std::fopen(path.c_str(), "w+bx");
       if (!f)
-        throw Error(path + ": cannot make a bucket file beside --out (" + std::strerror(errno) +
-                    "); check that the folder is writable");
+        throw Error(path + ": cannot make bucket file " + std::to_string(b + 1) + " of " +
+                    std::to_string(count) + " beside --out (" + std::strerror(errno) +
+                    "); check that the folder is writable, or give a larger --memory (fewer "
+                    "buckets)");
       std::remove(path.c_str());
       files_.emplace_back(f, &std::fclose);
     }
@@ -116,7 +119,8 @@ class Buckets {
   }
   Split take(int64_t b) {  // bucket b's rows, in the order written
     FILE* f = files_[size_t(b)].get();
-    std::fflush(f);
+    if (std::fflush(f) != 0 || std::ferror(f))
+      throw Error("prepare: cannot write a bucket file beside --out (disk full?)");
     const long bytes = std::ftell(f);
     const size_t rows = size_t(bytes) / (pixels_ + sizeof(int32_t));
     std::rewind(f);
@@ -345,6 +349,9 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
       const auto order = shuffled_order(labels.size(), rng_key(o.seed, stem[1]));
       *split = gather(a, labels, order, 0, labels.size());
     }
+    if (train.shape != val.shape)
+      throw Error(o.idx_dir + ": the train-* images are " + shape_text(train.shape) +
+                  ", the t10k-* images " + shape_text(val.shape) + "; a dataset needs one shape");
     // train refuses a file without either split
     for (auto [split, stem] : {std::pair{&train, "train"}, std::pair{&val, "t10k"}})
       if (split->size() == 0)

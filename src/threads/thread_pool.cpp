@@ -28,8 +28,9 @@ bool read_schedstat(int64_t& run, int64_t& wait) {
 }
 
 // Whether the calling thread, over the last window, waited for a core more than an eighth of the
-// time it ran (read_schedstat). update() returns false where the statistics stay zero though
-// the thread ran jobs: then nothing can be measured. The first read, at the end of the thread's
+// time it ran (read_schedstat). update() returns false where the file cannot be read: then
+// nothing can be measured. A window whose run time did not advance (the kernel counts it at ticks
+// and switches) tells nothing and changes nothing. The first read, at the end of the thread's
 // first job, only sets the counts: from the thread's start they would count the process's start-up,
 // when a thread waits for a core far longer than it runs, even on free cores. The first window
 // after it is short (the pool counts the cores free until then), the later ones long enough to
@@ -41,7 +42,8 @@ class CrowdingMeter {
     if (reads_ > 0 && now - last_ < (reads_ == 1 ? kFirstWindow : kWindow)) return true;
     last_ = now;
     int64_t run = 0, wait = 0;
-    if (!read_schedstat(run, wait) || (reads_ > 0 && run <= run_)) return false;
+    if (!read_schedstat(run, wait)) return false;
+    if (reads_ > 0 && run <= run_) return true;
     if (reads_ > 0) crowded = 8 * (wait - wait_) > run - run_;
     reads_ = std::min(reads_ + 1, 2), run_ = run, wait_ = wait;
     return true;

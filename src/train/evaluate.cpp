@@ -8,7 +8,8 @@ namespace pitrain {
 
 namespace {
 
-Evaluation evaluate_batches(ThreadedModel& model, BatchLoader& loader, Comm& comm) {
+Evaluation evaluate_batches(ThreadedModel& model, BatchLoader& loader, Comm& comm,
+                            const std::function<void()>& each_batch) {
   const int classes = model.model().classes();
   // [loss sum, correct, count, confusion...]: one allreduce for all of it. A row a share,
   // added in share order, so the figures do not depend on timing.
@@ -29,6 +30,7 @@ Evaluation evaluate_batches(ThreadedModel& model, BatchLoader& loader, Comm& com
         sums[3 + size_t(y[i]) * classes + size_t(std::max_element(z, z + classes) - z)] += 1;
       }
     });
+    if (each_batch) each_batch();
   }
   std::vector<double> sums = by_share[0];
   for (size_t s = 1; s < by_share.size(); ++s)
@@ -48,12 +50,13 @@ Evaluation evaluate_batches(ThreadedModel& model, BatchLoader& loader, Comm& com
 
 Evaluation evaluate(ThreadedModel& model, const Split& local, Comm& comm) {
   BatchLoader loader(local, kEvalBatch);
-  return evaluate_batches(model, loader, comm);
+  return evaluate_batches(model, loader, comm, nullptr);
 }
 
-Evaluation evaluate(ThreadedModel& model, const RankSlice& local, Comm& comm) {
+Evaluation evaluate(ThreadedModel& model, const RankSlice& local, Comm& comm,
+                    const std::function<void()>& each_batch) {
   BatchLoader loader(local, kEvalBatch);
-  return evaluate_batches(model, loader, comm);
+  return evaluate_batches(model, loader, comm, each_batch);
 }
 
 }  // namespace pitrain

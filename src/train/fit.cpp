@@ -59,6 +59,10 @@ Run start_run(const TrainOptions& o, Comm& comm) {
     // Three quarters of --data-memory for the training rows, a quarter for validation's.
     train = load_rank_slice(o.data, "train", comm.rank(), comm.size(), o.data_memory / 4 * 3);
     val = load_rank_slice(o.data, "val", comm.rank(), comm.size(), o.data_memory / 4);
+    if (val.data.shape != train.data.shape)
+      throw Error(o.data + ": /val holds images of " + shape_text(val.data.shape) + ", /train of " +
+                  shape_text(train.data.shape) +
+                  "; prepare the file again from images of one shape");
     if (!o.resume.empty() && comm.rank() == 0) {
       ckpt.emplace(load_checkpoint(o.resume, o.batch_size));
       if (ckpt->class_names != train.class_names)
@@ -208,13 +212,13 @@ double time_step(ThreadedModel& threaded, const RankSlice& train, const TrainOpt
 }
 
 // Evaluates the parameters `common` on the model, whose own parameters are put back after.
-Evaluation validate(ThreadedModel& threaded, const float* common, const RankSlice& val,
-                    Comm& comm) {
+Evaluation validate(ThreadedModel& threaded, const float* common, const RankSlice& val, Comm& comm,
+                    const std::function<void()>& each_batch) {
   std::vector<float>& params = threaded.model().params();
-  if (common == params.data()) return evaluate(threaded, val, comm);
+  if (common == params.data()) return evaluate(threaded, val, comm, each_batch);
   const std::vector<float> own = params;
   std::copy(common, common + params.size(), params.begin());
-  const Evaluation v = evaluate(threaded, val, comm);
+  const Evaluation v = evaluate(threaded, val, comm, each_batch);
   std::copy(own.begin(), own.end(), params.begin());
   return v;
 }
@@ -342,7 +346,8 @@ EpochResult end_epoch(Loop& l, int epoch, EpochMeter& meter, bool save_due) {
   const float* common = saving || last ? params : l.sync.common_params(params, state.step - 1);
   EpochResult r = meter.result(epoch, l.comm);
   r.sync_every = l.sync.sync_every();
-  const Evaluation v = validate(l.threaded, common, l.run.val, l.comm);
+  const Evaluation v =
+      validate(l.threaded, common, l.run.val, l.comm, [&] { l.watchdog.beat(state.step); });
   r.val_loss = v.loss, r.val_accuracy = v.accuracy;
   l.report.end_epoch(r);
   state.epoch = epoch, state.epoch_step = 0;

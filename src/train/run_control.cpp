@@ -35,7 +35,7 @@ StopSignals::~StopSignals() {
 int StopSignals::requested() const { return g_signal; }
 
 StopVote::StopVote(Comm& comm) : comm_(comm) {
-  if (comm_.size() > 1) MPI_Comm_dup(comm_.raw(), &votes_);
+  if (comm_.size() > 1) votes_ = comm_.duplicate();
 }
 
 Vote StopVote::exchange(Vote local) {
@@ -78,7 +78,9 @@ RunControl::RunControl(const TrainOptions& o, Comm& comm, SyncStrategy& sync, Mo
 
 StepDecision RunControl::after_step(int64_t step) {
   progress_file_.update(state_.step, seconds_now());
-  if (!sync_.meets_at(step)) return {};  // no vote here: a signal waits for the next meeting
+  // By steps: the same on every rank, no vote needed (local SGD agrees on a model before saving).
+  const bool by_steps = o_.checkpoint_every_steps && state_.step % o_.checkpoint_every_steps == 0;
+  if (!sync_.meets_at(step)) return {0, by_steps};  // no vote: a signal waits for the next meeting
   int local = signals_.requested()              ? signals_.requested()
               : progress_file_.stop_requested() ? SIGTERM
                                                 : 0;
@@ -90,8 +92,7 @@ StepDecision RunControl::after_step(int64_t step) {
   sync_.pace(step, agreed.round_wait);
   if (agreed.signal == kSaveVote) clock_asked_ = false;
   if (agreed.signal > kSaveVote) return {agreed.signal, false};
-  return {0, agreed.signal == kSaveVote ||
-                 (o_.checkpoint_every_steps && state_.step % o_.checkpoint_every_steps == 0)};
+  return {0, agreed.signal == kSaveVote || by_steps};
 }
 
 bool RunControl::saves_at_end(int epoch, bool due) const {
