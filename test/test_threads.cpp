@@ -112,7 +112,7 @@ TEST_CASE("a batch split across threads gives the whole batch's gradient and dro
   const Batch b = loader.next();
   Model one(kSpec, classes), three(kSpec, classes);
   one.init_params(1), three.init_params(1);
-  ThreadPool pool1(1), pool3(3, Cores::free);  // free: the chains, whatever else runs
+  ThreadPool pool1(1), pool3(3, Cores::free);  // free: the workers run shares, whatever else runs
   ThreadedModel t1(one, pool1), t3(three, pool3);
   t1.reserve(n), t3.reserve(n);
   REQUIRE(t3.shares(n) == 6);  // twice the threads: shares of 2 and 3 rows
@@ -148,7 +148,7 @@ TEST_CASE("new weights reach the workers, across batch sizes") {
   loader.reset_in_order();
   const Batch b = loader.next();
   Model one("mlp", classes), three("mlp", classes);
-  ThreadPool pool1(1), pool3(3, Cores::free);  // free: the chains, whatever else runs
+  ThreadPool pool1(1), pool3(3, Cores::free);  // free: the workers run shares, whatever else runs
   ThreadedModel t1(one, pool1), t3(three, pool3);
   t1.reserve(1024), t3.reserve(1024);
   REQUIRE(t3.shares(128) > 1);
@@ -241,12 +241,12 @@ TEST_CASE("evaluation with threads counts every image once") {
 TEST_CASE(
     "crowded cores: shares with backups give the same bits as free cores, workers' shares too") {
   const int classes = 3;
-  // 7 rows on 4 threads: 7 shares in 4 chains, the last of a single share.
+  // 7 rows on 4 threads: 7 shares, more than the threads.
   for (const auto& [threads, n] : {std::pair<int, int>{2, 32}, {3, 32}, {4, 7}}) {
     const SyntheticBatch batch(n, classes, 8);
     const Batch& b = batch.b;
     SideBySide m(kSpec, classes, 5, threads, Cores::crowded);
-    REQUIRE(m.threaded.shares(n) > threads);  // chains of more than one share
+    REQUIRE(m.threaded.shares(n) > threads);  // a thread computes several shares
     // Steps of plain SGD, at least until a worker's share was used.
     for (int step = 0; step < 20 || (m.threaded.worker_shares() == 0 && step < 2000); ++step) {
       const Context ctx{true, uint64_t(step)};

@@ -25,15 +25,9 @@ constexpr double kShareBytes = 6 << 20;
 // model's) on the scratch of the thread that takes it (thread 0's is the model itself), reading the
 // model's parameters and prepared weights of its own, which the thread's first share of the batch
 // makes (made once by parts on all threads, they would be a job of their own, each thread writing
-// lines that the other's cache holds). The shares run in L chains (L = the threads, at most S),
-// share s in chain s % L, a chain's shares one after the other on the thread that takes the chain
-// (thread t its own chain t first), each later share's gradients added into the chain's first
-// share's buffer as soon as it is done, in that core's cache; then the chains' sums are added in
-// chain order. The result depends on S and L, never on which thread ran what. Each thread's share
-// buffers stay in its own core: threads that took shares as they came free and summed them all by
-// ranges would move a share's buffer from core to core every step (bench/compare_builds.sh: `mlp`
-// at batch 128 on 2 threads; bench/RESULTS.md, "What the threads' mechanisms buy"). A worker that
-// the OS holds back inside its chain keeps the batch waiting for the chain's rest too. S is twice
+// lines that the other's cache holds). The threads take the shares as they come free (thread t
+// share t first); then the shares' gradients are added in share order, by ranges on all threads.
+// The result depends on S, never on which thread ran what. S is twice
 // the threads (on 2 threads, `cnn` at batch 32 runs faster in four shares of 8 rows than in two of
 // 16; bench/compute.sh), or more where a share's activations would pass kShareBytes: shares that
 // stay in cache pay even on one thread, as each thread's scratch is reused share after share. A
@@ -50,7 +44,7 @@ constexpr double kShareBytes = 6 << 20;
 // time, so any share it holds may keep a batch waiting: a batch that waits for the workers makes
 // two threads train slower than one (bench/compute.sh's busy neighbour; bench/RESULTS.md,
 // Compute). A share's result is the same bits whichever thread computes it, and the shares are
-// summed in the chains' order, so a run's result still depends only on the thread count. The
+// summed in share order, so a run's result still depends only on the thread count. The
 // workers are not waited for: they read the batch, the weights and the context from a slot that
 // the calling thread copies them to, one of one more slots than there are workers, and never
 // writes a slot that a worker still reads.
@@ -74,7 +68,6 @@ class ThreadedModel {
   using ShareLogits = std::function<void(int s, const float* logits, int first, int rows)>;
   void forward(const float* x, int n, const ShareLogits& share);
   int shares(int n) const;  // how many shares a batch of n rows is cut into
-  int chains(int n) const;  // how many chains they run in: share s in chain s % chains(n)
   // Shares of crowded batches so far that a worker computed and the batch used.
   uint64_t worker_shares() const { return worker_shares_; }
   // The share of the training batches cut into shares so far that ran on crowded cores (with
@@ -97,12 +90,10 @@ class ThreadedModel {
   };
   Model& model_;
   ThreadPool& pool_;
-  // Runs share(scratch, s, chain, first, rows, prepared) for the shares of n rows on the pool's
-  // threads, chain by chain (a chain's shares in order, on one thread; chain: its first share),
+  // Runs share(scratch, s, first, rows, prepared) for the shares of n rows on the pool's threads,
   // each on the scratch of the thread that runs it; prepared: whether an earlier share of the
   // batch on that thread made the scratch's prepared weights.
-  using Share =
-      std::function<void(Model& scratch, int s, int chain, int first, int rows, bool prepared)>;
+  using Share = std::function<void(Model& scratch, int s, int first, int rows, bool prepared)>;
   void for_each_share(int n, const Share& share);
   void add_scratch(int count);  // the threads' scratch, gradient buffers for `count` shares
   // Share s of `count` of n rows: its first row (in 64 bits: n s passes 2^31 at large batches).
@@ -113,10 +104,9 @@ class ThreadedModel {
                                    int count, int s, const Context& ctx, bool prepared);
   // dst = src (n floats), for another thread to read: written past the writer's cache.
   static void copy_for_another_core(const float* src, float* dst, int64_t n);
-  LossStats sum_stats(int count) const;       // of the last batch's `count` shares
-  void add_share_to_chain(int s, int chain);  // the chain's buffer += share s's
-  // Share 0's buffer += the other chains' sums (each in its first share's buffer), in chain order.
-  void add_chains(int chain_count, int64_t lo, int64_t hi);
+  LossStats sum_stats(int count) const;  // of the last batch's `count` shares
+  // Share 0's buffer += the other shares' gradients, in share order.
+  void add_shares(int count, int64_t lo, int64_t hi);
   // The crowded path (backups.cpp): the calling thread's part, a worker's part, their buffers.
   LossStats forward_backward_crowded(const float* x, const int32_t* y, int n, const Context& ctx);
   void worker_backups(int worker);

@@ -87,10 +87,7 @@ LossStats ThreadedModel::forward_backward_crowded(const float* x, const int32_t*
     stats_[size_t(s)] = share_forward_backward(model_, x, y, n, count, s, ctx, prepared);
     prepared = true;
   }
-  const int chain_count = chains(n);
-  for (int chain = 0; chain < chain_count; ++chain)
-    for (int s = chain + chain_count; s < count; s += chain_count) add_share_to_chain(s, chain);
-  add_chains(chain_count, 0, model_.num_params());
+  add_shares(count, 0, model_.num_params());
   return sum_stats(count);
 }
 

@@ -55,8 +55,6 @@ int ThreadedModel::shares(int n) const {
   return std::clamp(std::max(for_threads, for_cache), 1, std::max(most, 1));
 }
 
-int ThreadedModel::chains(int n) const { return std::min(shares(n), pool_.size()); }
-
 void ThreadedModel::reserve(int batch) {
   pool_.withdraw_posted();  // the workers' scratch changes
   const int count = shares(batch);
@@ -81,21 +79,18 @@ void ThreadedModel::for_each_share(int n, const Share& share) {
   add_scratch(count);
   ++batches_;
   auto first = [&](int s) { return first_row(n, count, s); };
-  const int chain_count = chains(n);
-  auto chain_job = [&](int chain, int t) {
-    for (int s = chain; s < count; s += chain_count) {
-      const bool prepared = prepared_batch_[size_t(t)] == batches_;
-      prepared_batch_[size_t(t)] = batches_;
-      // Each thread binds its own scratch.
-      if (!prepared && t != 0) of_thread(t).read_params(model_.params().data());
-      share(of_thread(t), s, chain, first(s), first(s + 1) - first(s), prepared);
-    }
+  auto share_job = [&](int s, int t) {
+    const bool prepared = prepared_batch_[size_t(t)] == batches_;
+    prepared_batch_[size_t(t)] = batches_;
+    // Each thread binds its own scratch.
+    if (!prepared && t != 0) of_thread(t).read_params(model_.params().data());
+    share(of_thread(t), s, first(s), first(s + 1) - first(s), prepared);
   };
   // Inference, or training that found the cores free just before: no worker to wait for.
   if (pool_.crowded()) {
-    for (int chain = 0; chain < chain_count; ++chain) chain_job(chain, 0);
+    for (int s = 0; s < count; ++s) share_job(s, 0);
   } else {
-    pool_.run_on_threads(chain_count, chain_job);
+    pool_.run_on_threads(count, share_job);
   }
 }
 
@@ -116,13 +111,8 @@ LossStats ThreadedModel::sum_stats(int count) const {
   return total;
 }
 
-void ThreadedModel::add_share_to_chain(int s, int chain) {
-  add(grads_of_share(s), grads_of_share(chain), 0, model_.num_params());
-}
-
-void ThreadedModel::add_chains(int chain_count, int64_t lo, int64_t hi) {
-  for (int chain = 1; chain < chain_count; ++chain)
-    add(grads_of_share(chain), model_.grads().data(), lo, hi);
+void ThreadedModel::add_shares(int count, int64_t lo, int64_t hi) {
+  for (int s = 1; s < count; ++s) add(grads_of_share(s), model_.grads().data(), lo, hi);
 }
 
 LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int n,
@@ -144,21 +134,18 @@ LossStats ThreadedModel::forward_backward(const float* x, const int32_t* y, int 
     Model& m;
     ~OwnGrads() { m.bind_grads(m.grads().data()); }
   } own_grads{model_};
-  const int chain_count = chains(n);
-  for_each_share(n, [&](Model& scratch, int s, int chain, int, int, bool prepared) {
+  for_each_share(n, [&](Model& scratch, int s, int, int, bool prepared) {
     scratch.bind_grads(grads_of_share(s));
     stats_[size_t(s)] = share_forward_backward(scratch, x, y, n, count, s, ctx, prepared);
-    if (s != chain) add_share_to_chain(s, chain);
   });
-  // Share 0's buffer gets the sum of the chains', each element added in chain order.
-  pool_.run_ranges(model_.num_params(),
-                   [&](int64_t lo, int64_t hi) { add_chains(chain_count, lo, hi); });
+  // Share 0's buffer gets the sum of the shares', each element added in share order.
+  pool_.run_ranges(model_.num_params(), [&](int64_t lo, int64_t hi) { add_shares(count, lo, hi); });
   if (ready) ready(0);
   return sum_stats(count);
 }
 
 void ThreadedModel::forward(const float* x, int n, const ShareLogits& share) {
-  for_each_share(n, [&](Model& scratch, int s, int, int first, int rows, bool prepared) {
+  for_each_share(n, [&](Model& scratch, int s, int first, int rows, bool prepared) {
     Context ctx;
     ctx.prepared = prepared;
     share(s, scratch.forward(x + first * model_.input_floats(), rows, ctx), first, rows);
