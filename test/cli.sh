@@ -79,9 +79,19 @@ import json, sys
 j = json.loads(sys.stdin.read())
 assert j["ranks"] == 2 and j["batch_per_rank"] == 16 and j["steps"] == 2 * 19, j
 assert j["val_accuracy"] > 0.9 and j["images_per_second"] > 0 and 0 <= j["mpi_share"] <= 1, j
+assert 0 < j["startup_seconds"] < j["wall_seconds"], j
 ' || { fail "train --json"; cat "$work/train"; }
-[ "$(wc -l <"$work/log.csv")" -eq 3 ] && head -n 1 "$work/log.csv" | grep -q "^epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images$" \
+[ "$(wc -l <"$work/log.csv")" -eq 3 ] && head -n 1 "$work/log.csv" | grep -q "^epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images,wall_seconds$" \
   || fail "train --log"
+# The log's wall_seconds: the start-up, then each epoch's seconds added on.
+python3 - "$work/log.csv" "$(tail -n 1 "$work/train")" <<'PY' || fail "train --log wall_seconds"
+import csv, json, sys
+rows, j = list(csv.DictReader(open(sys.argv[1]))), json.loads(sys.argv[2])
+start = j["startup_seconds"]
+for r in rows:
+    start += float(r["seconds"])
+    assert abs(float(r["wall_seconds"]) - start) < 1e-3 * start, (r, start)
+PY
 
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 5 --threads 1 >"$work/bar" 2>&1
 grep -qE "^Epoch 1/1  5/5 \[=+\] - [0-9]+s [0-9]+ms/step - loss: .* - val_accuracy: .* - mpi: [0-9]+% 808KB/step$" "$work/bar" \

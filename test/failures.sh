@@ -117,6 +117,10 @@ fi
 epochs=$(cut -d, -f1 "$work/again.csv" | tr '\n' ' ')
 [ "$epochs" = "epoch 1 2 3 " ] && ok "a resume from an older checkpoint rewrites the log's later rows" ||
   fail "the log after a resume from an older checkpoint has epochs: $epochs"
+# Its wall_seconds run on from the kept row's: the job's time over both runs.
+walls=$(cut -d, -f9 "$work/again.csv" | tail -n +2 | tr '\n' ' ')
+python3 -c 'import sys; w = [float(x) for x in sys.argv[1:]]; assert len(w) == 3 and 0 < w[0] < w[1] < w[2], w' $walls &&
+  ok "the log's wall_seconds run on over a resume" || fail "the log's wall_seconds over a resume: $walls"
 
 # In $work: without --checkpoint, pitrain-stopped.h5 goes into the working directory.
 (cd "$work" && exec "$PITRAIN" "${train[@]}" --epochs 1000 >"$work/int.out" 2>&1) &

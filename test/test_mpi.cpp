@@ -106,6 +106,21 @@ TEST_CASE("after training the weights are identical on every rank; same seed, sa
   CHECK(fit(o, comm, out).params == a.params);
 }
 
+TEST_CASE("an epoch's seconds are the slowest rank's: the same on every rank") {
+  test::TempDir dir;
+  test::write_synthetic_dataset(dir / "d.h5", 320, 80, 4);
+  Comm comm;
+  TrainOptions o = test::short_run(dir / "d.h5", "mlp", 2, 8);
+  o.sync.strategy = "local-sgd", o.sync.sync_every = 3, o.sync.overlap = true;
+  std::ostringstream out;
+  for (const EpochResult& e : fit(o, comm, out).epochs) {
+    double seconds[2] = {e.seconds, -e.seconds};
+    MPI_Allreduce(MPI_IN_PLACE, seconds, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(seconds[0] == -seconds[1]);
+    CHECK(e.seconds > 0);
+  }
+}
+
 TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto another count") {
   test::TempDir dir;
   test::write_synthetic_dataset(dir / "d.h5", 240, 60, 4);

@@ -50,10 +50,17 @@ TEST_CASE("serve: --log files as columns, a row still being written left out") {
         << "2,0.6,0.8,0.7,0.8,9.5,1,6400\n"
         << "3,0.5,0.8";  // the run is writing this one
     std::ofstream(dir / "other.txt") << "name,value\na,1\n";
+    std::ofstream(dir / "wall.csv")
+        << "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images,wall_seconds\n"
+        << "1,0.9,0.7,0.8,0.75,10.5,1,6400,11.25\n"
+        << "2,0.6,0.8,0.7,0.8,9.5,1,6400,20.75\n";
   }
-  const auto runs =
-      runs_json({dir / "run.csv", dir / "none.csv", dir / "other.txt", dir.path})["runs"];
-  REQUIRE(runs.size() == 4);
+  const auto runs = runs_json(
+      {dir / "run.csv", dir / "none.csv", dir / "other.txt", dir.path, dir / "wall.csv"})["runs"];
+  REQUIRE(runs.size() == 5);
+  // The job's time axis: as logged, or for an older log the epochs' seconds added up.
+  CHECK(runs[4]["columns"]["wall_seconds"] == nlohmann::json({11.25, 20.75}));
+  CHECK(runs[0]["columns"]["wall_seconds"] == nlohmann::json({10.5, 20.0}));
   CHECK(runs[0]["name"] == "run.csv");
   CHECK(runs[0]["columns"]["epoch"] == nlohmann::json({1, 2}));
   CHECK(runs[0]["columns"]["seconds"] == nlohmann::json({10.5, 9.5}));

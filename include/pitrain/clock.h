@@ -1,4 +1,4 @@
-// Timing: seconds on a steady clock, and the order statistic of a set of timings that the
+// Timing: seconds on a steady clock, the process's start on it, and the order statistic of a set of timings that the
 // start-up probes (--sync auto) and the benchmarks report.
 #pragma once
 #include <algorithm>
@@ -10,6 +10,10 @@ namespace pitrain {
 inline double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// seconds_now() when the process started (static initialisation, before main and MPI_Init):
+// where a run's start-up and wall time count from.
+inline const double process_start_seconds = seconds_now();
 
 // The nth smallest of `values`, from 0 (values.size() / 2: the median).
 inline double nth_smallest(std::vector<double> values, size_t nth) {

@@ -28,6 +28,7 @@ class Comm {
   void broadcast(uint64_t* data, int n, int root = 0);
   void broadcast(std::string& text, int root = 0);  // resized to the root's
   void allreduce_sum(double* data, int64_t n);      // in place
+  void allreduce_max(double* data, int64_t n);      // in place
   // Non-blocking: recv = every rank's send combined with `op` (send may be MPI_IN_PLACE). Large
   // buffers should not be in place: Open MPI's libnbc then sends them through a binomial tree
   // rooted at rank 0 instead of reduce-scatter + allgather. Counted in bytes_sent and, with
@@ -67,6 +68,7 @@ class Comm {
   // MPI_COMM_NULL until the first blocking call.
   MPI_Comm blocking_ = MPI_COMM_NULL;
   MPI_Comm blocking();
+  void allreduce(double* data, int64_t n, MPI_Op op);
   std::atomic<bool> in_mpi_{false};
   int rank_ = 0, size_ = 1;
   double mpi_seconds_ = 0;

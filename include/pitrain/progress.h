@@ -24,6 +24,7 @@ struct RunInfo {
   int64_t resumed_after_step = -1;  // -1: a fresh run
   int64_t resumed_epochs = 0;       // the epochs the resumed checkpoint had finished
   SyncChoice sync;                  // how the ranks meet; why, with --sync auto
+  double startup_seconds = 0;       // the slowest rank's, from its launch to the first step
 };
 
 class TrainReport {
@@ -39,7 +40,7 @@ class TrainReport {
   void stopped(const char* signal, int64_t step, int epoch, int64_t epoch_step,
                const std::string& checkpoint);
   // "saved ..." or the JSON line; crowded_share: ThreadedModel::crowded_share().
-  void finish(int64_t epoch, int64_t step, double wall_seconds, double crowded_share);
+  void finish(int64_t epoch, int64_t step, double crowded_share);
 
  private:
   std::string bar(int64_t step) const;
@@ -53,6 +54,8 @@ class TrainReport {
   double last_draw_ = -1;
   EpochResult last_;
   double train_seconds_ = 0, mpi_seconds_ = 0;  // over the epochs this run trained
+  // The log's wall_seconds: start-ups and epochs, validation excluded, over resumed runs too.
+  double wall_seconds_ = 0;
   int64_t bytes_ = 0, collectives_ = 0, steps_run_ = 0;
 };
 

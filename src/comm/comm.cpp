@@ -71,11 +71,14 @@ void Comm::broadcast(std::string& text, int root) {
   MPI_Bcast(text.data(), int(size), MPI_CHAR, root, blocking());
 }
 
-void Comm::allreduce_sum(double* data, int64_t n) {
+void Comm::allreduce_sum(double* data, int64_t n) { allreduce(data, n, MPI_SUM); }
+void Comm::allreduce_max(double* data, int64_t n) { allreduce(data, n, MPI_MAX); }
+
+void Comm::allreduce(double* data, int64_t n, MPI_Op op) {
   if (size_ == 1) return;
   InMpi timed(*this);
   in_chunks(n, [&](int64_t off, int count) {
-    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, MPI_SUM, blocking());
+    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, op, blocking());
   });
   bytes_sent_ += n * int64_t(sizeof(double));
   ++collectives_;

@@ -92,10 +92,18 @@ nlohmann::json read_log(const std::string& path) {
     if (!whole) continue;
     for (size_t i = 0; i < names.size(); ++i) columns[names[i]].push_back(values[i]);
   }
-  if (!columns.contains("val_accuracy") || !columns.contains("seconds"))
+  if (!columns.contains("val_accuracy") || !columns.contains("seconds")) {
     run["error"] = "no val_accuracy and seconds columns: not a --log file of pitrain train";
-  else
-    run["columns"] = columns;
+    return run;
+  }
+  // Logs of older versions have no wall_seconds: the epochs' seconds added up, without start-up.
+  if (!columns.contains("wall_seconds")) {
+    double sum = 0;
+    columns["wall_seconds"] = nlohmann::json::array();
+    for (const auto& seconds : columns["seconds"])
+      columns["wall_seconds"].push_back(sum += seconds.get<double>());
+  }
+  run["columns"] = columns;
   return run;
 }
 

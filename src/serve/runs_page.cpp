@@ -1,5 +1,5 @@
 // The runs page: each --log file a coloured curve, on four plots (validation accuracy and loss,
-// against training seconds and against images trained on), redrawn every 2 s from /api/runs.
+// against the job's seconds and against images trained on), redrawn every 2 s from /api/runs.
 #include "pitrain/serve.h"
 
 namespace pitrain {
@@ -25,9 +25,9 @@ canvas { width: min(92vw, 460px); aspect-ratio: 460 / 300; border: 1px solid #cc
 "use strict";
 const colors = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
 const plots = [
-  { y: "val_accuracy", x: "seconds", title: "validation accuracy vs training seconds" },
+  { y: "val_accuracy", x: "wall_seconds", title: "validation accuracy vs job seconds" },
   { y: "val_accuracy", x: "images", title: "validation accuracy vs images" },
-  { y: "val_loss", x: "seconds", title: "validation loss vs training seconds" },
+  { y: "val_loss", x: "wall_seconds", title: "validation loss vs job seconds" },
   { y: "val_loss", x: "images", title: "validation loss vs images" },
 ];
 for (const p of plots) {
@@ -64,7 +64,7 @@ function draw(p, series) {
     c.beginPath(); c.moveTo(L, sy(v)); c.lineTo(W - R, sy(v)); c.stroke();
     c.fillText(label(v), 4, sy(v) + 4);
   }
-  c.fillText(p.x === "seconds" ? "training seconds" : "images", W / 2 - 30, H - 4);
+  c.fillText(p.x === "images" ? "images" : "job seconds (validation excluded)", W / 2 - 60, H - 4);
   for (const s of series) {
     c.strokeStyle = c.fillStyle = s.color; c.lineWidth = 2;
     c.beginPath();
@@ -90,7 +90,8 @@ async function refresh() {
     for (const p of plots) {
       const series = runs.filter(r => r.columns && r.columns[p.x]).map((r, i) => ({
         color: colors[runs.indexOf(r) % colors.length],
-        xs: cumulative(r.columns[p.x]),  // the CSV has each epoch's seconds and images
+        // wall_seconds runs on from row to row; images are each epoch's
+        xs: p.x === "images" ? cumulative(r.columns.images) : r.columns[p.x],
         ys: r.columns[p.y],
       }));
       draw(p, series);

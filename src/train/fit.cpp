@@ -160,6 +160,8 @@ class EpochMeter {
   double accuracy() const { return sums_[1] / sums_[2]; }
   double seconds() const { return seconds_now() - t0_; }
   double mpi_share() const { return (comm_.mpi_seconds() - mpi0_) / seconds(); }
+  // Call after the epoch's last wait on the other ranks (a round's, or the final agreement):
+  // the epoch's seconds are the slowest rank's, as the job's clock sees them.
   EpochResult result(int epoch, Comm& comm) {
     EpochResult r;
     r.epoch = epoch, r.steps = steps_;
@@ -167,6 +169,7 @@ class EpochMeter {
     r.mpi_seconds = comm.mpi_seconds() - mpi0_;
     r.bytes_sent = comm.bytes_sent() - bytes0_;
     r.collectives = comm.collectives() - calls0_;
+    comm.allreduce_max(&r.seconds, 1);
     comm.allreduce_sum(sums_, 3);
     r.loss = loss(), r.accuracy = accuracy();
     return r;
@@ -265,9 +268,18 @@ SyncChoice choose_run_sync(const TrainOptions& o, Comm& comm, ThreadedModel& thr
                    matrices);
 }
 
+// Seconds from the slowest rank's launch to now, its first step: MPI's start-up, connections,
+// data, and --sync auto's timing.
+double startup_seconds(Comm& comm) {
+  double seconds = seconds_now() - process_start_seconds;
+  comm.allreduce_max(&seconds, 1);
+  return seconds;
+}
+
 // What the banner and the JSON line say about the run.
-RunInfo run_info(const Run& run, int ranks, const ThreadPool& pool, int64_t spe,
+RunInfo run_info(const Run& run, Comm& comm, const ThreadPool& pool, int64_t spe,
                  const SyncChoice& choice) {
+  const int ranks = comm.size();
   return RunInfo{ranks,
                  pool.size(),
                  pool.cores_text(),
@@ -280,7 +292,8 @@ RunInfo run_info(const Run& run, int ranks, const ThreadPool& pool, int64_t spe,
                  spe,
                  run.resumed ? run.state.step : -1,
                  run.state.epoch,
-                 choice};
+                 choice,
+                 startup_seconds(comm)};
 }
 
 // The loop's parts, made by fit()'s set-up.
@@ -343,6 +356,7 @@ EpochResult end_epoch(Loop& l, int epoch, EpochMeter& meter, bool save_due) {
     l.sync.agree_final(params, state.step - 1);
   else if (saving)
     l.sync.agree(params, state.step - 1);
+  // Local SGD: waits for a round still in flight, inside the epoch's time.
   const float* common = saving || last ? params : l.sync.common_params(params, state.step - 1);
   EpochResult r = meter.result(epoch, l.comm);
   r.sync_every = l.sync.sync_every();
@@ -374,7 +388,6 @@ StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& syn
 
 TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   // Set-up: threads, data, model and optimizer, the sync strategy, run control, the report.
-  const double wall0 = seconds_now();
   check_expected_ranks(o, comm);
   ThreadPool pool(o.threads ? o.threads : default_threads());
   // Rank 0 checks its outputs before the watchdog writes FILE.stalled (the ranks that had not
@@ -397,7 +410,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   auto sync = make_sync_strategy(comm, run.model.params().data(), run.model.num_params(),
                                  choice.opts, matrices);
   RunControl control(o, comm, *sync, run.model, *run.opt, run.state, run.train.class_names);
-  TrainReport report(out, o, run_info(run, comm.size(), pool, spe, choice), comm.rank() == 0);
+  TrainReport report(out, o, run_info(run, comm, pool, spe, choice), comm.rank() == 0);
   const float lr = o.lr * choice.opts.inner_lr_scale;
   Loop loop{o,
             comm,
@@ -422,7 +435,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
   control.finish();
 
   // The report.
-  report.finish(run.state.epoch, run.state.step, seconds_now() - wall0, threaded.crowded_share());
+  report.finish(run.state.epoch, run.state.step, threaded.crowded_share());
   result.params = run.model.params();
   return result;
 }

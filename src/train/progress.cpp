@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <iostream>
 
+#include "pitrain/clock.h"
 #include "pitrain/error.h"
 #include "pitrain/matrix.h"
 #include "pitrain/paths.h"
@@ -43,12 +44,15 @@ std::string plural(int64_t n, const std::string& word) {
   return std::to_string(n) + " " + word + (n > 1 ? "s" : "");
 }
 
+// seconds: the epoch's training, the slowest rank's; wall_seconds: the job's so far, start-up
+// included and validation not (the time axis for time to a target accuracy).
 constexpr const char* kCsvHeader =
-    "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images";
+    "epoch,loss,accuracy,val_loss,val_accuracy,seconds,mpi_seconds,images,wall_seconds";
 
 // The log's header and its rows of epochs up to `epochs` (a killed run may have logged epochs
-// that its checkpoint does not hold); empty if `path` is not such a log.
-std::string log_rows_up_to(const std::string& path, int64_t epochs) {
+// that its checkpoint does not hold), and the last kept row's wall_seconds; empty if `path` is
+// not such a log.
+std::string log_rows_up_to(const std::string& path, int64_t epochs, double& wall_seconds) {
   std::ifstream in(path);
   std::string line, kept;
   if (!std::getline(in, line) || line != kCsvHeader) return kept;
@@ -56,7 +60,9 @@ std::string log_rows_up_to(const std::string& path, int64_t epochs) {
   while (std::getline(in, line)) {
     char* end = nullptr;
     const long long epoch = std::strtoll(line.c_str(), &end, 10);
-    if (end != line.c_str() && epoch <= epochs) kept += line + "\n";
+    if (end == line.c_str() || epoch > epochs) continue;
+    kept += line + "\n";
+    wall_seconds = std::strtod(line.c_str() + line.rfind(',') + 1, nullptr);
   }
   return kept;
 }
@@ -77,7 +83,7 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
     std::error_code not_a_file;
     const std::string kept =
         run.resumed_after_step >= 0 && std::filesystem::is_regular_file(opts.log_csv, not_a_file)
-            ? log_rows_up_to(opts.log_csv, run.resumed_epochs)
+            ? log_rows_up_to(opts.log_csv, run.resumed_epochs, wall_seconds_)
             : "";
     if (!kept.empty()) {
       write_file_atomically(opts.log_csv, kept);
@@ -88,6 +94,7 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
     }
     if (!csv_) throw Error("--log " + opts.log_csv + ": cannot write it; check its permissions");
   }
+  wall_seconds_ += run.startup_seconds;
   if (!progress_) return;
   out_ << "pitrain: " << plural(run.ranks, "rank") << " x " << plural(run.threads, "thread") << ", "
        << run.train_images << " train / " << run.val_images << " val images, " << run.classes
@@ -100,7 +107,10 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
        << "\n"
        << "data: " << run.data << "\n"
        << (run.threads > 1 ? "threads: crowded cores " + run.cores + "\n" : "")
-       << (run.sync.why.empty() ? "" : "sync auto: " + run.sync.why + "\n") << std::flush;
+       << (run.sync.why.empty() ? "" : "sync auto: " + run.sync.why + "\n")
+       << "start-up: " << format_number("%.2f", run.startup_seconds)
+       << " s to the first step (the slowest rank's)\n"
+       << std::flush;
 }
 
 std::string TrainReport::bar(int64_t step) const {
@@ -128,7 +138,7 @@ void TrainReport::update(int64_t step, double loss, double accuracy, double seco
 void TrainReport::end_epoch(const EpochResult& r) {
   last_ = r;
   train_seconds_ += r.seconds, mpi_seconds_ += r.mpi_seconds, bytes_ += r.bytes_sent,
-      collectives_ += r.collectives, steps_run_ += r.steps;
+      collectives_ += r.collectives, steps_run_ += r.steps, wall_seconds_ += r.seconds;
   // A run stopped after an epoch's last step resumes into that epoch's validation alone: it has
   // no training figures of its own (empty in the CSV), only the validation's.
   const bool trained = r.steps > 0;
@@ -139,7 +149,7 @@ void TrainReport::end_epoch(const EpochResult& r) {
     else
       csv_ << ",,";
     csv_ << r.val_loss << ',' << r.val_accuracy << ',' << r.seconds << ',' << r.mpi_seconds << ','
-         << r.steps * opts_.batch_size * run_.ranks << std::endl;
+         << r.steps * opts_.batch_size * run_.ranks << ',' << wall_seconds_ << std::endl;
     if (!csv_) {  // the log is for watching the run, never a reason to stop it
       std::cerr << "pitrain: warning: --log " << opts_.log_csv << ": cannot write epoch " << r.epoch
                 << "'s row (a full disk?); training goes on without the log" << std::endl;
@@ -177,7 +187,7 @@ void TrainReport::stopped(const char* signal, int64_t step, int epoch, int64_t e
                                   << std::endl;
 }
 
-void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds, double crowded_share) {
+void TrainReport::finish(int64_t epoch, int64_t step, double crowded_share) {
   if (progress_ && !opts_.checkpoint.empty())
     out_ << "saved " << opts_.checkpoint << " (epoch " << epoch << ", step " << step << ")\n";
   if (!speaks_ || !opts_.json) return;
@@ -205,7 +215,9 @@ void TrainReport::finish(int64_t epoch, int64_t step, double wall_seconds, doubl
       {"mpi_share", per(mpi_seconds_, train_seconds_)},
       {"bytes_per_step", per(double(bytes_), double(steps_run_))},
       {"allreduces_per_step", per(double(collectives_), double(steps_run_))},
-      {"wall_seconds", wall_seconds},
+      {"startup_seconds", run_.startup_seconds},
+      // rank 0's, from its launch to now: validation and the checkpoint included
+      {"wall_seconds", seconds_now() - process_start_seconds},
       {"epochs", last_.epoch},
       {"model", run_.model_spec},
       {"optimizer", opts_.optimizer},
