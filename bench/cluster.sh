@@ -6,7 +6,8 @@
 #
 # Emulation (see ../shared/DESIGN.md): one network namespace per host, veths into a bridge in a
 # namespace of its own, each host's link shaped with tc tbf in both directions, a cgroup-v1 CPU
-# quota per host, Open MPI launched into the namespaces through bench/netns_rsh.sh. Links are
+# quota per host (by default a Raspberry Pi 4's compute rate: --host-speed), Open MPI launched
+# into the namespaces through bench/netns_rsh.sh. Links are
 # ~10 us one way, not a Pi's 0.1-5 ms, unless --latency adds some (this kernel has no netem: a
 # program of ours, bench/netns_delay.cpp, holds each host's outgoing frames). A host's
 # quota runs it 5 ms of every 10 and then stops it, which no Pi does: hosts with short steps
@@ -19,10 +20,15 @@
 #                     hosts share, every frame crossing it twice), ethernet (100), gigabit (1000),
 #                     or RATEmbit; default wlan, ethernet, gigabit
 #   --hosts N         hosts of the multi-host runs (default 4)
-#   --cpu F           cores per emulated host (default 0.5)
+#   --host-speed B    each emulated host computes at board B's rate: pi3b+, pi4 (default) or pi5,
+#                     from this machine's measured single-core fp32 GEMM rate (bench/netns_cluster.sh
+#                     has the boards' figures, estimates from public Linpack results)
+#   --cpu F           cores per emulated host instead, a raw share of this machine
 #   --latency MS      added to every frame a host sends (default 0; a WLAN adds 1-5 ms a message)
 #   --models LIST     cnn,mlp (default); cnn runs batch 32 a rank, mlp the magazine's batch 8
-#   --target A        validation accuracy to reach (default 0.80)
+#   --target A        validation accuracy to reach (default 0.80); the time to it is interpolated
+#                     between validations on the job's clock (pitrain's wall_seconds: start-up
+#                     included, validation not; the peer's epochs, its start-up not counted)
 #   --images N        training images per run (default 96000)
 #   --eval-images N   images between validations (default 9600)
 #   --max-seconds S   stop a run after S seconds; its curve so far still counts (default 150); a run
@@ -39,13 +45,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 peer=${PEER:-$root/../shared/peers/torch_ddp.py}
-profiles=wlan,ethernet,gigabit hosts=4 cpu=0.5 latency=0 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
+profiles=wlan,ethernet,gigabit hosts=4 host_speed=pi4 cpu="" latency=0 models=cnn,mlp target=0.80 images=96000 eval_images=9600 max_seconds=150
 use_peer=1 hostfile="" extra="" train_extra="" peer_extra="" out=$root/bench/results-cluster repeat=1
 while [ $# -gt 0 ]; do
   case $1 in
     --profiles) profiles=$2; shift ;;
     --hosts) hosts=$2; shift ;;
-    --cpu) cpu=$2; shift ;;
+    --host-speed) host_speed=$2 cpu=""; shift ;;
+    --cpu) cpu=$2 host_speed=""; shift ;;
     --latency) latency=$2; shift ;;
     --models) models=$2; shift ;;
     --target) target=$2; shift ;;
@@ -67,6 +74,9 @@ done
 # shellcheck source=bench/netns_cluster.sh
 . "$root/bench/netns_cluster.sh"
 latency_us=$(latency_micros "$latency")
+if [ -n "$host_speed" ] && [ -z "$hostfile" ]; then
+  cpu=$(host_speed_cpu "$host_speed" "$build") || exit 2
+fi
 mkdir -p "$out/logs"  # every run's output: $out/logs/TRAINER-MODEL-PROFILE-HOSTS-RUN.log
 work=$(mktemp -d /tmp/pitrain-cluster-XXXXXX)
 trap 'teardown; rm -rf "$work"' EXIT
@@ -98,7 +108,9 @@ launch() {
 }
 
 csv=$out/cluster.csv
-echo "trainer,model,profile,hosts,run,epoch,train_seconds,val_accuracy,mpi_seconds" >"$csv"
+# seconds: the job's clock at each validation (pitrain's wall_seconds; the peer's epochs added
+# up); start_seconds: where it stood at the first step (pitrain's start-up; the peer's 0).
+echo "trainer,model,profile,hosts,run,epoch,seconds,val_accuracy,mpi_seconds,start_seconds" >"$csv"
 summary=$work/summary.jsonl  # copied into --out at the end, for bench/cluster_report.py
 : >"$summary"
 
@@ -142,22 +154,25 @@ import csv, json, os, re, sys
 trainer, model, profile, n, steps, batch, work, out, summary, run, rc = sys.argv[1:]
 n, steps, batch = int(n), int(steps), int(batch)
 failed = int(rc) not in (0, 124)  # 124: stopped at --max-seconds, the curve so far counts
-epochs = []  # (epoch, seconds, val_accuracy, mpi_seconds or None)
+epochs = []  # (epoch, seconds, val_accuracy, mpi_seconds or None, job seconds so far)
 if trainer == "pitrain":
     if os.path.exists(f"{work}/log.csv"):
         for r in csv.DictReader(open(f"{work}/log.csv")):
-            epochs.append((int(r["epoch"]), float(r["seconds"]), float(r["val_accuracy"]), float(r["mpi_seconds"])))
+            epochs.append((int(r["epoch"]), float(r["seconds"]), float(r["val_accuracy"]), float(r["mpi_seconds"]),
+                           float(r["wall_seconds"])))
         os.remove(f"{work}/log.csv")
 else:
+    wall = 0.0
     for m in re.finditer(r"epoch (\d+)/\d+: \d+ steps ([\d.]+)s .* val_acc=([\d.]+)", open(f"{work}/peer.log").read()):
-        epochs.append((int(m.group(1)), float(m.group(2)), float(m.group(3)), None))
+        wall += float(m.group(2))
+        epochs.append((int(m.group(1)), float(m.group(2)), float(m.group(3)), None, wall))
 if failed:
     epochs = []
-t = 0.0
+t = sum(e[1] for e in epochs)  # training seconds, for ms/step and images/s
+start = epochs[0][4] - epochs[0][1] if epochs else 0.0
 with open(out, "a") as f:
-    for e, sec, acc, mpi in epochs:
-        t += sec
-        f.write(f"{trainer},{model},{profile},{n},{run},{e},{t:.3f},{acc},{'' if mpi is None else mpi}\n")
+    for e, sec, acc, mpi, wall in epochs:
+        f.write(f"{trainer},{model},{profile},{n},{run},{e},{wall:.3f},{acc},{'' if mpi is None else mpi},{start:.3f}\n")
 total_steps = steps * len(epochs)
 mpi = sum(e[3] for e in epochs) if epochs and epochs[0][3] is not None else None
 with open(summary, "a") as f:
@@ -207,5 +222,8 @@ done
 
 # --- table and plot ---------------------------------------------------------------------------
 cp "$summary" "$out/summary.jsonl"
-python3 "$root/bench/cluster_report.py" "$out" "$target" "$cpu" "$latency_us" "$bench_data"
+hosts_text="$cpu core a host"
+[ -z "$host_speed" ] || hosts_text="hosts at $host_speed speed ($cpu core of this machine)"
+[ -z "$hostfile" ] || hosts_text="the hosts of $hostfile"
+python3 "$root/bench/cluster_report.py" "$out" "$target" "$hosts_text" "$latency_us" "$bench_data" "$bench_classes"
 cat "$out/cluster.md"

@@ -4,21 +4,24 @@
 # of them alike (bench/cluster.sh also runs one host each time and sets the cluster up anew for
 # every profile). For each run: ms a step (training time over steps), the MPI share, the
 # validation accuracy after each epoch and what --sync auto chose. Root only.
-# usage: bench/cluster_ab.sh [--profile P] [--latency MS] [--model cnn|mlp] [--hosts N] [--rounds R] [--epochs E]
-#                            [--target ACC] "NAME|BUILD_DIR|TRAIN ARGS" ...
+# usage: bench/cluster_ab.sh [--profile P] [--latency MS] [--host-speed B | --cpu F] [--model cnn|mlp] [--hosts N]
+#                            [--rounds R] [--epochs E] [--target ACC] "NAME|BUILD_DIR|TRAIN ARGS" ...
 #   --profile  wlan, wlan-cell, ethernet, gigabit or RATEmbit as in bench/cluster.sh (default wlan)
 #   --latency  milliseconds added to every frame a host sends, as in bench/cluster.sh (default 0)
+#   --host-speed, --cpu  as in bench/cluster.sh (default pi4)
 #   --model    cnn at batch 32 a rank (default), mlp at 8; epochs of 9,600 and 3,200 images
 #   --rounds   runs of every variant (default 5); --epochs per run (default 4)
-#   --target   also the training seconds to this validation accuracy (validation excluded)
+#   --target   also the job's seconds to this validation accuracy, as bench/cluster.sh gives them
 # e.g. bench/cluster_ab.sh --profile wlan "before|/tmp/old/build|--sync auto" "after|build|--sync auto"
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-profile=wlan model=cnn hosts=4 rounds=5 epochs=4 cpu=0.5 latency=0 target=
+profile=wlan model=cnn hosts=4 rounds=5 epochs=4 host_speed=pi4 cpu="" latency=0 target=
 while [ $# -gt 0 ]; do
   case $1 in
     --profile) profile=$2; shift 2 ;;
     --latency) latency=$2; shift 2 ;;
+    --host-speed) host_speed=$2 cpu=""; shift 2 ;;
+    --cpu) cpu=$2 host_speed=""; shift 2 ;;
     --model) model=$2; shift 2 ;;
     --hosts) hosts=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
@@ -36,16 +39,18 @@ steps=$((images / (hosts * batch)))
 . "$root/bench/netns_cluster.sh"
 latency_us=$(latency_micros "$latency")
 emulation_available || exit 0
+[ -z "$host_speed" ] || cpu=$(host_speed_cpu "$host_speed" "$root/build") || exit 2
 work=$(mktemp -d /tmp/pitrain-cluster-ab-XXXXXX)
 trap 'teardown; rm -rf "$work"' EXIT
 # shellcheck source=bench/bench_data.sh
 . "$root/bench/bench_data.sh"
 prepare_bench_data "$root/build" "$root" "$work/d.h5"
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export PITRAIN_BENCH=$root/bench
 make_profile_cluster "$hosts" "$profile"
 emulated_hostfile "$hosts" >"$work/hosts"
 
-echo "$hosts emulated hosts, $cpu core each, $profile, $latency ms added a frame; $model, batch $batch a rank, $epochs epochs of $steps steps; data: $bench_data"
+echo "$hosts emulated hosts, ${host_speed:+$host_speed speed, }$cpu core each, $profile, $latency ms added a frame; $model, batch $batch a rank, $epochs epochs of $steps steps; data: $bench_data"
 echo
 echo "| round | variant | ms/step | s to ${target:-no target} | MPI share | val acc after each epoch | --sync auto's choice |"
 echo "|---|---|---|---|---|---|---|"
@@ -64,9 +69,12 @@ for round in $(seq "$rounds"); do
         --epochs "$epochs" --steps-per-epoch "$steps" --log "$work/log.csv" $train_args >"$work/out" 2>&1 || rc=$?
       [ -f "$work/log.csv" ] && break
     done
-    python3 - "$work" "$round" "$name" "$steps" "$target" "$rc" <<'PY'
+    python3 - "$work" "$round" "$name" "$steps" "$target" "$rc" "$bench_classes" <<'PY'
 import csv, os, re, sys
+sys.path.insert(0, os.environ["PITRAIN_BENCH"])
+from time_to_target import time_to_target
 work, round_, name, steps, target, rc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
+chance = 1 / int(sys.argv[7])
 out = open(f"{work}/out").read()
 rows = list(csv.DictReader(open(f"{work}/log.csv"))) if os.path.exists(f"{work}/log.csv") else []
 if rc != 0 or not rows:  # kept out of the medians, but counted there as failed
@@ -81,12 +89,11 @@ choice = re.search(r"^sync auto: (.*?) \(", out, re.M)
 algorithm = re.search(r"rounds by (.*?) allreduce", out)
 choice = (choice.group(1) if choice else "") + (f", by {algorithm.group(1)}" if algorithm else "")
 ms = 1e3 * seconds / (steps * len(rows))
-to_target, elapsed = "", 0.0
-for r in rows:
-    elapsed += float(r["seconds"])
-    if target and float(r["val_accuracy"]) >= float(target):
-        to_target = f"{elapsed:.2f}"
-        break
+to_target = ""
+if target:
+    start = float(rows[0]["wall_seconds"]) - float(rows[0]["seconds"])
+    t = time_to_target([(float(r["wall_seconds"]), float(r["val_accuracy"])) for r in rows], float(target), start, chance)
+    to_target = f"{t:.2f}" if t < float("inf") else ""
 with open(f"{work}/ms.txt", "a") as f:
     f.write(f"{name}\t{ms}\t{to_target}\n")
 print(f"| {round_} | {name} | {ms:.2f} | {to_target or '-'} | {100 * mpi / seconds:.0f} % | "

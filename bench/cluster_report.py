@@ -2,25 +2,31 @@
 """Table and plot of a cluster benchmark run: reads OUT/cluster.csv and OUT/summary.jsonl (written
 by bench/cluster.sh), writes OUT/cluster.md (medians over the repeated runs of each configuration)
 and, with gnuplot, OUT/cluster.png: one panel per model and link, validation accuracy against
-training seconds, 1 host and N hosts, both trainers, every run.
-usage: bench/cluster_report.py OUT TARGET CPU LATENCY_US DATA"""
+the job's seconds, 1 host and N hosts, both trainers, every run.
+usage: bench/cluster_report.py OUT TARGET HOSTS_TEXT LATENCY_US DATA CLASSES"""
 import csv, json, os, shutil, subprocess, sys
 from statistics import median
 
-out, target, cpu, latency_us, data = sys.argv[1], float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+from time_to_target import time_to_target
+
+out, target, hosts_text, latency_us, data = sys.argv[1], float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+chance = 1 / int(sys.argv[6])
 latency = f"{latency_us / 1000:g} ms added to every frame a host sends" if latency_us else "no latency added to the links"
 rows = list(csv.DictReader(open(os.path.join(out, "cluster.csv"))))
 summary = [json.loads(l) for l in open(os.path.join(out, "summary.jsonl")) if l.strip()]
 key = lambda r: (r["trainer"], r["model"], r["profile"], int(r["hosts"]))
-run_of = lambda r: int(r.get("run") or 1)  # older CSVs: one run a configuration, no column
+run_of = lambda r: int(r["run"])
 
 
 def curve(k, run):
     return [r for r in rows if key(r) == k and run_of(r) == run]
 
 
-def to_target(c):  # training seconds to the first validation at or above the target; inf if none
-    return next((float(r["train_seconds"]) for r in c if float(r["val_accuracy"]) >= target), float("inf"))
+def to_target(c):
+    if not c:
+        return float("inf")
+    points = [(float(r["seconds"]), float(r["val_accuracy"])) for r in c]
+    return time_to_target(points, target, float(c[0]["start_seconds"]), chance)
 
 
 # Medians over the runs of configuration k. A run that finished no epoch in time (NaN ms/step)
@@ -41,8 +47,9 @@ def summarise(k):
 configs = list(dict.fromkeys(key(s) for s in summary))
 stats = {k: summarise(k) for k in configs}
 runs = max(s["runs"] for s in stats.values())
-lines = [f"data: {data}; target validation accuracy {target}; {cpu} core a host; times are training seconds "
-         f"(validation excluded); {'medians of ' + str(runs) + ' runs; ' if runs > 1 else ''}{latency}", "",
+lines = [f"data: {data}; target validation accuracy {target}; {hosts_text}; times are the job's seconds to the "
+         f"target, interpolated between validations (pitrain's start-up included, validation excluded; the "
+         f"peer's start-up not counted); {'medians of ' + str(runs) + ' runs; ' if runs > 1 else ''}{latency}", "",
          "| trainer | model | link | hosts | time to target s | vs 1 host | ms/step | images/s | MPI share | final val acc |",
          "|---|---|---|---|---|---|---|---|---|---|"]
 for k in configs:
@@ -70,14 +77,14 @@ if not shutil.which("gnuplot") or not panels:
     sys.exit(0)
 gp = ["set terminal pngcairo size 1500,900 font ',9'", f"set output '{os.path.join(out, 'cluster.png')}'",
       f"set multiplot layout {2 if len(panels) > 3 else 1},{(len(panels) + 1) // 2 if len(panels) > 3 else len(panels)}",
-      "set logscale x; set grid; set key right bottom", "set xlabel 'training seconds'; set ylabel 'validation accuracy'",
+      "set logscale x; set grid; set key right bottom", "set xlabel 'job seconds (validation excluded)'; set ylabel 'validation accuracy'",
       f"set yrange [0.6:0.9]"]
 for i, (model, profile) in enumerate(panels):
     plots = []
     for j, (k, run) in enumerate(sorted({(key(r), run_of(r)) for r in rows if (r["model"], r["profile"]) == (model, profile)})):
         data = os.path.join(out, f"curve{i}_{j}.dat")
         with open(data, "w") as f:
-            f.writelines(f"{r['train_seconds']} {r['val_accuracy']}\n" for r in curve(k, run))
+            f.writelines(f"{r['seconds']} {r['val_accuracy']}\n" for r in curve(k, run))
         color = {("pitrain", True): "#1f77b4", ("pitrain", False): "#ff7f0e", ("peer", True): "#9467bd",
                  ("peer", False): "#2ca02c"}[(k[0], k[3] == 1)]
         plots.append(f"'{data}' using 1:2 with linespoints lc rgb '{color}' dt {1 if k[0] == 'pitrain' else 2} "

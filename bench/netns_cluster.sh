@@ -18,6 +18,33 @@ latency_micros() {
   awk -v ms="$1" 'BEGIN { printf "%d\n", ms * 1000 }'
 }
 
+# Boards that --host-speed names: fp32 GEMM GFLOP/s on all 4 cores. Estimates, as twice the
+# boards' public fp64 HPL results (a 128-bit NEON FMA holds 4 floats or 2 doubles): Pi 4 (1.5
+# GHz) 8-11.4 GFLOP/s (Bill Feiereisen, feiereisen.net, 2022; Jeff Geerling's top500-benchmark,
+# CM4), Pi 5 28.5-30.2 (top500-benchmark and its issue 90). No HPL figure of a Pi 3B+ was found:
+# its A53 at 1.4 GHz does half an A72's fp32 FMAs a cycle, so about half a Pi 4. docs/clusters.md
+# lists them with their sources.
+declare -A board_gflops=([pi3b+]=10 [pi4]=20 [pi5]=60)
+
+# host_speed_cpu NAME BUILD: the CPU share (cores) a host gets to compute at board NAME's rate:
+# its GFLOP/s over this machine's single-core fp32 GEMM rate, measured once with BUILD's
+# bench/compute_bench (512^3, the kernel pitrain takes). Says both on stderr; a one-line error
+# and exit 2 for an unknown name or a core slower than the board.
+host_speed_cpu() {
+  local name=$1 build=$2 gflops core
+  gflops=${board_gflops[$name]:-}
+  [ -n "$gflops" ] || { echo "--host-speed $name: give pi3b+, pi4 or pi5 (or --cpu CORES)" >&2; exit 2; }
+  [ -x "$build/bench/compute_bench" ] ||
+    { echo "--host-speed needs $build/bench/compute_bench; build it: ninja -C $build bench/compute_bench" >&2; exit 2; }
+  core=$(for _ in 1 2 3; do "$build/bench/compute_bench" --sgemm 512,512,512; done |
+    python3 -c 'import json, statistics, sys
+print(statistics.median(next(iter(json.loads(l)["sgemm_gflops"].values())) for l in sys.stdin))')
+  awk -v g="$gflops" -v c="$core" -v n="$name" 'BEGIN {
+    if (g > c) { printf "--host-speed %s: one core of this machine (%.0f GFLOP/s) is slower than a %s (%s); use --cpu\n", n, c, n, g > "/dev/stderr"; exit 2 }
+    printf "host speed %s: %s GFLOP/s fp32 GEMM (an estimate) over %.0f GFLOP/s a core here: %.3f core a host\n", n, g, c, g / c > "/dev/stderr"
+    printf "%.4f\n", g / c }'
+}
+
 namespaces=()
 teardown() {
   for ns in "${namespaces[@]}"; do
@@ -80,8 +107,12 @@ make_cluster() {
     fi
     local cg=/sys/fs/cgroup/cpu/$ns
     mkdir -p "$cg"
-    echo 10000 >"$cg/cpu.cfs_period_us"  # 10 ms: a 100 ms period stalls spinning MPI ranks
-    awk -v c="$cpu" 'BEGIN { printf "%d\n", c * 10000 }' >"$cg/cpu.cfs_quota_us"
+    # A 10 ms period (a 100 ms one stalls spinning MPI ranks), longer where the quota would be
+    # under the kernel's 1 ms minimum.
+    local period
+    period=$(awk -v c="$cpu" 'BEGIN { p = 10000; if (c * p < 1000) p = int(1000 / c) + 1; print p }')
+    echo "$period" >"$cg/cpu.cfs_period_us"
+    awk -v c="$cpu" -v p="$period" 'BEGIN { printf "%d\n", c * p }' >"$cg/cpu.cfs_quota_us"
   done
 }
 

@@ -119,8 +119,9 @@ with Server("--model", model, "--log", live, "--log", missing) as server:
         f.write("3,0.5,0.8,0.6,0.79,1.5,0.1,9")
     assert runs()[0]["columns"]["epoch"] == [1, 2], "a half-written row was read"
     with open(live, "a") as f:
-        f.write("60\n")
+        f.write("60,2.5\n")
     assert runs()[0]["columns"]["images"] == [960, 960, 960], runs()[0]
+    assert runs()[0]["columns"]["wall_seconds"][-1] == 2.5, runs()[0]
     for page in ("/", "/runs"):
         status, headers, html = server.request(page)
         assert status == 200 and headers["Content-Type"].startswith("text/html") and "getContext" in html, page

@@ -1,5 +1,5 @@
-// Timing: seconds on a steady clock, the process's start on it, and the order statistic of a set of timings that the
-// start-up probes (--sync auto) and the benchmarks report.
+// Timing: seconds on a steady clock, the process's start on it, and the order statistic of a set of
+// timings that the start-up probes (--sync auto) and the benchmarks report.
 #pragma once
 #include <algorithm>
 #include <chrono>

@@ -52,6 +52,8 @@ class Comm {
   // The lowest rank whose `ok` is false, or size() when all are fine; the same on every rank.
   // Lets all ranks leave together when one failed, before any waits in a training collective.
   int first_failed(bool ok);
+  // True on every rank where `value` is the same on all of them, else false on every rank.
+  bool all_equal(uint64_t value);
   double mpi_seconds() const { return mpi_seconds_; }
   bool in_mpi() const { return in_mpi_; }  // inside a call of this class (read by the watchdog)
   MPI_Comm raw() const { return comm_; }

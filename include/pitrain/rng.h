@@ -2,6 +2,7 @@
 // run needs no RNG state to resume exactly, and it is the same on 32- and 64-bit machines.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace pitrain {
@@ -30,6 +31,18 @@ void shuffle_with_key(std::vector<T>& v, uint64_t key) {
     size_t j = static_cast<size_t>(splitmix64(key + i) % i);
     std::swap(v[i - 1], v[j]);
   }
+}
+
+// A digest of bytes: whether ranks hold the same values, found without sending them.
+inline uint64_t hash_bytes(const void* data, size_t n) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  uint64_t h = n;
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t word = 0;
+    std::memcpy(&word, bytes + i, n - i < 4 ? n - i : 4);
+    h = splitmix64(h ^ word);
+  }
+  return h;
 }
 
 }  // namespace pitrain

@@ -147,9 +147,18 @@ int Comm::first_failed(bool ok) {
   return v;
 }
 
+bool Comm::all_equal(uint64_t value) {
+  InMpi timed(*this);
+  uint64_t v[2] = {value, ~value};  // the largest value, and the complement of the smallest
+  MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MAX, blocking());
+  return v[0] == ~v[1];
+}
+
 namespace {
 constexpr const char* kIallreduceVariable = "coll_libnbc_iallreduce_algorithm";
 bool user_chose_iallreduce = false;
+// In effect: set before MPI_Init (prefer_rabenseifner_allreduce), then by set_allreduce_algorithm.
+AllreduceAlgorithm iallreduce_algorithm = AllreduceAlgorithm::rabenseifner;
 int libnbc_number(AllreduceAlgorithm algorithm) {
   return algorithm == AllreduceAlgorithm::binomial ? 2 : 3;
 }
@@ -165,8 +174,11 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
   return algorithm == AllreduceAlgorithm::binomial ? "the binomial tree" : "Rabenseifner's";
 }
 
+// MPI's tool interface lists all of Open MPI's variables on every init: tens of milliseconds of
+// CPU, many more on a slow host, so only a change goes through it.
 bool set_allreduce_algorithm(AllreduceAlgorithm algorithm) {
   if (user_chose_iallreduce) return false;
+  if (algorithm == iallreduce_algorithm) return true;
   int provided, index, count, value = libnbc_number(algorithm);
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return false;
   MPI_T_cvar_handle handle;
@@ -177,6 +189,7 @@ bool set_allreduce_algorithm(AllreduceAlgorithm algorithm) {
     MPI_T_cvar_handle_free(&handle);
   }
   MPI_T_finalize();
+  if (set) iallreduce_algorithm = algorithm;
   return set;
 }
 

@@ -1,5 +1,7 @@
 #include "pitrain/dataset.h"
 
+#include "pitrain/rng.h"
+
 #include <algorithm>
 #include <climits>
 
@@ -7,6 +9,7 @@
 #include "pitrain/error.h"
 #include "pitrain/h5.h"
 #include "pitrain/image_files.h"
+#include "pitrain/rng.h"
 
 namespace pitrain {
 
@@ -183,6 +186,8 @@ void check_same_dataset(Comm& comm, const std::string& path, const std::string& 
   const uint64_t rows = uint64_t(slice.total_rows);
   std::string names = shape_text(slice.data.shape) + "\n";  // the images' shape, then the names
   for (const auto& n : slice.class_names) names += n + "\n";
+  // One collective where the copies agree, as they mostly do; rank 0's figures where not.
+  if (comm.all_equal(hash_bytes(names.data(), names.size()) ^ splitmix64(rows))) return;
   uint64_t root_rows = rows;
   std::string root_names = names;
   comm.broadcast(&root_rows, 1);

@@ -5,6 +5,7 @@
 // bench/sync_accuracy.sh (final accuracy): bench/RESULTS.md, "Cluster: one host against four,
 // `--sync auto`" and "Final accuracy of the rounds `--sync auto` takes".
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "pitrain/clock.h"
@@ -101,7 +102,7 @@ std::string ms(double seconds) {
 }
 
 // Seconds of `reps` calls, after one to warm up (the connections are made already:
-// Comm::connect_all): the nth fastest, from 0 (reps / 2: the median).
+// Comm::connect_all): the nth fastest, from 0.
 double nth_fastest_seconds(int reps, int nth, const std::function<void()>& call) {
   std::vector<double> t;
   for (int i = 0; i <= reps; ++i) {
@@ -111,11 +112,8 @@ double nth_fastest_seconds(int reps, int nth, const std::function<void()>& call)
   }
   return nth_smallest(t, size_t(nth));
 }
-double median_seconds(int reps, const std::function<void()>& call) {
-  return nth_fastest_seconds(reps, reps / 2, call);
-}
 
-// The link's fixed cost: a blocking allreduce of one number, the lower quartile of 16. Not the
+// The link's fixed cost: a blocking allreduce of one number, the lower quartile of 8. Not the
 // median of 5: what slows a call here is the hosts, not the link (a rank still busy from
 // start-up, or held back by its CPU quota), and where it slows most calls their median
 // overstates the latency several times, and the rounds come rarer than the link needs. Not the
@@ -123,54 +121,51 @@ double median_seconds(int reps, const std::function<void()>& call) {
 // phases (Open MPI's fallback for so few values), each waiting for any host that its CPU quota
 // holds back.
 double time_latency(Comm& comm) {
-  return nth_fastest_seconds(16, 4, [&] {
+  return nth_fastest_seconds(8, 2, [&] {
     double one = 1;
     comm.allreduce_sum(&one, 1);
   });
 }
 
 // A round's cost a byte: nonblocking allreduces of kProbeBytes, as the rounds travel. The
-// median of seven: of three, two slow calls on busy hosts can make it several times too large,
-// and the rounds rarer than the link needs.
+// faster of two: a slow call on a busy host can make a round look several times too costly, and
+// the rounds rarer than the link needs; each call costs the start-up a tenth of a second on a
+// WLAN.
 double time_probe(Comm& comm) {
   std::vector<float> send(kProbeBytes / sizeof(float), 1.0f), recv(send.size());
-  return median_seconds(7, [&] {
+  return nth_fastest_seconds(2, 0, [&] {
     MPI_Request req;
     comm.start_allreduce(send.data(), recv.data(), int(send.size()), MPI_FLOAT, MPI_SUM, &req);
     comm.wait(req);
   });
 }
 
-// Rounds travel by the faster of the two allreduce algorithms for this link, timed as the chosen
-// round travels (its wire format, on zeros; the slowest rank's median of five), the binomial
-// tree also within kBinomialLeeway of Rabenseifner's: timed while the ranks are idle the two
-// tie in a WLAN cell, but beside training, where each phase waits for every rank it involves,
-// the binomial tree's fewer messages take 4 emulated hosts in the cell to the target sooner;
-// where it ties on links of their own it trains as fast (bench/cluster.sh). The choice stays
-// set, and goes into `choice` with the two times.
+// Rounds travel by the faster of the two allreduce algorithms for this link, as estimated from
+// the probes (timing rounds of each took longer than the rest of the start-up together): in each
+// of its 2 log2(P) phases the binomial tree (reduce to rank 0, then broadcast) sends the whole
+// round where Rabenseifner's sends a share, 2 log2(P) B against 2 (P-1)/P B. The tree also
+// where within kBinomialLeeway of Rabenseifner's, as where latency dominates: it sends fewer
+// messages, which beside training wait less for a rank that its CPU quota holds back
+// (bench/cluster.sh). The choice stays set, and goes into `choice` with the two estimates.
 constexpr double kBinomialLeeway = 1.1;
-void choose_round_allreduce(Comm& comm, SyncChoice& choice, int64_t n,
-                            const std::vector<WireMatrix>& matrices) {
-  const SyncOptions& opts = choice.opts;
-  const AllreduceAlgorithm algorithms[2] = {AllreduceAlgorithm::rabenseifner,
-                                            AllreduceAlgorithm::binomial};
-  const auto wire = make_wire_average(opts.wire, comm, n, wire_options(opts, matrices));
-  const std::vector<float> zeros(size_t(n), 0.0f);
-  double seconds[2];
-  for (int a = 0; a < 2; ++a) {
-    if (!set_allreduce_algorithm(algorithms[a])) return;
-    seconds[a] = median_seconds(5, [&] {
-      wire->start(zeros.data(), 0, n);
-      wire->finish();
-    });
-  }
-  MPI_Allreduce(MPI_IN_PLACE, seconds, 2, MPI_DOUBLE, MPI_MAX, comm.raw());
-  const int best = seconds[1] <= kBinomialLeeway * seconds[0] ? 1 : 0;
-  set_allreduce_algorithm(algorithms[best]);
-  choice.allreduce = best ? "binomial" : "rabenseifner";
-  choice.why += std::string("; rounds by ") + allreduce_algorithm_name(algorithms[best]) +
-                " allreduce (" + ms(seconds[best]) + " a round, by " +
-                allreduce_algorithm_name(algorithms[1 - best]) + " " + ms(seconds[1 - best]) + ")";
+void choose_round_allreduce(int ranks, const LinkTiming& link, SyncChoice& choice,
+                            int64_t round_bytes) {
+  const int calls = choice.opts.wire == WireType::powersgd ? 2 : 1;
+  const double rabenseifner = link.allreduce_seconds(round_bytes, calls);
+  const double levels = std::ceil(std::log2(double(ranks)));
+  const double binomial =
+      link.allreduce_seconds(int64_t(double(round_bytes) * levels * ranks / (ranks - 1)), calls);
+  const AllreduceAlgorithm best = binomial <= kBinomialLeeway * rabenseifner
+                                      ? AllreduceAlgorithm::binomial
+                                      : AllreduceAlgorithm::rabenseifner;
+  if (!set_allreduce_algorithm(best)) return;
+  const bool tree = best == AllreduceAlgorithm::binomial;
+  choice.allreduce = tree ? "binomial" : "rabenseifner";
+  choice.why += std::string("; rounds by ") + allreduce_algorithm_name(best) +
+                " allreduce (an estimated " + ms(tree ? binomial : rabenseifner) + " a round, by " +
+                allreduce_algorithm_name(tree ? AllreduceAlgorithm::rabenseifner
+                                              : AllreduceAlgorithm::binomial) +
+                " " + ms(tree ? rabenseifner : binomial) + ")";
 }
 
 }  // namespace
@@ -259,7 +254,10 @@ SyncChoice auto_sync(Comm& comm, const SyncOptions& given, double step_seconds, 
   MPI_Allreduce(MPI_IN_PLACE, slowest, 3, MPI_DOUBLE, MPI_MAX, comm.raw());
   LinkTiming link{slowest[0], std::max(slowest[1] - slowest[0], 0.0) / double(kProbeBytes)};
   SyncChoice choice = choose_sync(given, slowest[2], link, n_params, matrices);
-  if (choice.opts.sync_every > 1) choose_round_allreduce(comm, choice, n_params, matrices);
+  if (choice.opts.sync_every > 1)
+    choose_round_allreduce(
+        comm.size(), link, choice,
+        wire_bytes(choice.opts.wire, n_params, wire_options(choice.opts, matrices)));
   return choice;
 }
 

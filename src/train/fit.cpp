@@ -117,10 +117,15 @@ Run start_run(const TrainOptions& o, Comm& comm) {
                      int64_t(counts[5])};
     opt->iterations = int64_t(counts[4]);
     for (auto& [name, buf] : opt->state()) comm.broadcast(buf->data(), int64_t(buf->size()));
-  } else if (comm.rank() == 0) {
+    comm.broadcast(model->params().data(), model->num_params());
+  } else {
+    // Every rank draws the weights from the seed, which spares the start-up a broadcast of them
+    // all (a second on a WLAN); where a rank drew other floats (a machine of another kind),
+    // rank 0's are sent.
     model->init_params(o.seed);
+    if (!comm.all_equal(hash_bytes(model->params().data(), model->params().size() * sizeof(float))))
+      comm.broadcast(model->params().data(), model->num_params());
   }
-  comm.broadcast(model->params().data(), model->num_params());
   return Run{std::move(train), std::move(val), std::move(*model),
              std::move(opt),   state,          !o.resume.empty()};
 }
@@ -185,7 +190,7 @@ class EpochMeter {
 
 // Seconds of a training step on this rank's first batch, without the sync: forward, backward and
 // the optimizer's update (on copies of the weights and a fresh optimizer, which the run does not
-// see), after one to warm up. What --sync auto weighs the link against. The median of five
+// see), after one to warm up. What --sync auto weighs the link against. The median of three
 // windows, each the mean over at least 20 ms (a CPU quota, as on the emulated hosts, lets a
 // short burst run at full speed: two of their 10 ms periods). One long window may read a step
 // many times too long on an emulated host still busy from start-up, and the run would then take
@@ -204,7 +209,7 @@ double time_step(ThreadedModel& threaded, const RankSlice& train, const TrainOpt
   };
   step();
   std::vector<double> windows;
-  for (int w = 0; w < 5; ++w) {
+  for (int w = 0; w < 3; ++w) {
     const double t0 = seconds_now();
     int reps = 0;
     do step(), ++reps;
