@@ -54,6 +54,15 @@ TEST_CASE("the ranks' slices cover every row once") {
   CHECK(std::equal(s.data.labels.begin(), s.data.labels.end(), full.labels.begin() + s.first_row));
 }
 
+TEST_CASE(
+    "all_equal: true where every rank holds the value, false on every rank where one differs") {
+  Comm comm;
+  CHECK(comm.all_equal(0x0123456789abcdefULL));
+  CHECK(comm.all_equal(0));
+  CHECK(comm.all_equal(~0ULL));
+  CHECK(comm.all_equal(uint64_t(comm.rank() == comm.size() - 1 ? 7 : 8)) == (comm.size() == 1));
+}
+
 TEST_CASE("connect_all: every pair exchanges one message, and none is left over") {
   Comm comm;
   comm.connect_all();

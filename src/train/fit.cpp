@@ -48,9 +48,9 @@ void check_outputs(const TrainOptions& o) {
 }
 
 // Loads this rank's slices, and on rank 0 the checkpoint to resume (all ranks fail together),
-// or makes fresh weights on rank 0; then every rank starts from rank 0's weights. Only rank 0
-// reads the checkpoint: on Pis it is on rank 0's disk alone (pitrain elastic restarts on other
-// hosts), so the others take its model, run state and optimizer state from rank 0.
+// or makes fresh weights from the seed on every rank; then every rank starts from rank 0's. Only
+// rank 0 reads the checkpoint: on Pis it is on rank 0's disk alone (pitrain elastic restarts on
+// other hosts), so the others take its model, run state and optimizer state from rank 0.
 Run start_run(const TrainOptions& o, Comm& comm) {
   RankSlice train, val;
   std::optional<Checkpoint> ckpt;  // rank 0's
