@@ -1,7 +1,5 @@
 #include "pitrain/dataset.h"
 
-#include "pitrain/rng.h"
-
 #include <algorithm>
 #include <climits>
 
