@@ -78,7 +78,8 @@ class File {
   // Rows [first, first + count) along dimension 0, converted to T.
   template <class T>
   std::vector<T> read_rows(const std::string& name, hsize_t first, hsize_t count) const;
-  // The same into `out`, which holds count rows (a streamed slice's window).
+  // The same into `out`, which holds count rows (a streamed slice's window), without
+  // check_stored: a stream checks its datasets once, not at every block it reads.
   template <class T>
   void read_rows_into(const std::string& name, hsize_t first, hsize_t count, T* out) const;
   // Rows a chunk of a chunked dataset, 0 for a contiguous one.

@@ -18,9 +18,6 @@ constexpr int kImagePixels = kImageSide * kImageSide;
 inline std::string image_size_text() {
   return std::to_string(kImageSide) + "x" + std::to_string(kImageSide);
 }
-inline std::string image_rows_shape_text() {  // "(N,28,28)"
-  return "(N," + std::to_string(kImageSide) + "," + std::to_string(kImageSide) + ")";
-}
 
 struct ImageArray {
   std::vector<uint8_t> pixels;  // (rows, H, W, C), row-major
@@ -76,7 +73,7 @@ class ArrayRows {
   int64_t done_ = 0;         // rows read
 };
 
-// Every row not read yet of a file of 28x28 images (rows.read_rest()).
+// Every row not read yet of a file of images, in its image shape (rows.read_rest()).
 ImageArray read_images(ArrayRows rows);
 
 // A .npy of dtype '|u1', C order, shape (N,784), (N,H,W) or (N,H,W,C); anything else throws an

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pitrain {
 
@@ -28,5 +29,10 @@ Shape parse_shape(const std::string& text, const std::string& what);
 // Whether an image shape is one pitrain takes: sides 1 to kMaxImageSide, 1 to kMaxChannels
 // channels.
 bool image_shape_ok(const Shape& s);
+// The image shape of an array of (N,H,W) or (N,H,W,C) images; any other rank, or sides and
+// channels out of range, gives a shape that image_shape_ok() refuses.
+Shape image_shape_of(const std::vector<int64_t>& dims);
+// "sides up to 4096, up to 4 channels": the limits, for the errors that refuse a shape.
+std::string image_limits_text();
 
 }  // namespace pitrain

@@ -56,15 +56,11 @@ RankSlice slice_of(const h5::File& f, const std::string& split, int rank, int si
   if (const auto problem = class_names_problem(s.class_names); !problem.empty())
     throw Error(path + ": attribute class_names: " + problem + "; prepare the file again");
   const auto idims = f.shape(images), ldims = f.shape(labels);
-  if (idims.size() == 3 || idims.size() == 4)
-    s.data.shape = {int(std::min<hsize_t>(idims[1], INT32_MAX)),
-                    int(std::min<hsize_t>(idims[2], INT32_MAX)),
-                    idims.size() == 4 ? int(std::min<hsize_t>(idims[3], INT32_MAX)) : 1};
-  if ((idims.size() != 3 && idims.size() != 4) || !image_shape_ok(s.data.shape))
+  // hsize_t past int64_t's range turns negative, which image_shape_of() refuses too.
+  s.data.shape = image_shape_of(std::vector<int64_t>(idims.begin(), idims.end()));
+  if (!image_shape_ok(s.data.shape))
     throw Error(path + ": dataset " + images + " has shape " + h5::dims_text(idims) +
-                ", expected images (N,H,W) or (N,H,W,C), sides up to " +
-                std::to_string(kMaxImageSide) + ", up to " + std::to_string(kMaxChannels) +
-                " channels");
+                ", expected images (N,H,W) or (N,H,W,C), " + image_limits_text());
   if (f.type_class(images) != H5T_INTEGER || f.type_size(images) != 1 || f.type_signed(images))
     throw Error(path + ": dataset " + images + " must be uint8 pixels (0-255)" +
                 (f.type_signed(images)

@@ -226,6 +226,7 @@ uint64_t row_values(const std::string& path, const std::string& name, hid_t spac
 template <class T>
 std::vector<T> File::read_rows(const std::string& name, hsize_t first, hsize_t count) const {
   Handle ds = open_dataset(name);
+  check_stored(name, ds.get());
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   const uint64_t n = row_values(path_, name, space.get(), first, count);
   check_fits_memory(path_ + ": " + name,
@@ -241,7 +242,6 @@ template <class T>
 void File::read_rows_into(const std::string& name, hsize_t first, hsize_t count, T* out) const {
   silence_hdf5();  // a streamed slice reads on a thread of its own
   Handle ds = open_dataset(name);
-  check_stored(name, ds.get());
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   if (row_values(path_, name, space.get(), first, count) == 0) return;
   const Handle mem = select_rows(space.get(), first, count);

@@ -37,9 +37,7 @@ IdxHeader parse_idx_header(const std::string& path, const std::vector<uint8_t>& 
 RowLayout idx_image_layout(const std::string& path, const std::vector<uint8_t>& head) {
   const IdxHeader h = parse_idx_header(path, head);
   const auto& d = h.dims;
-  const Shape image = d.size() == 3 ? Shape{int(std::min<int64_t>(d[1], kMaxImageSide + 1)),
-                                            int(std::min<int64_t>(d[2], kMaxImageSide + 1)), 1}
-                                    : Shape{0, 0, 0};
+  const Shape image = d.size() == 3 ? image_shape_of(d) : Shape{0, 0, 0};
   if (!image_shape_ok(image))
     throw Error(
         path + ": IDX images have " + std::to_string(d.size()) + " dimensions" +

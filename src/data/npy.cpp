@@ -66,16 +66,11 @@ RowLayout npy_image_layout(const std::string& name, const std::vector<uint8_t>& 
   const std::string tuple = dict_value(header, "shape");
   const auto shape = parse_npy_shape(tuple);
   const bool flat = shape.size() == 2 && shape[1] == kImagePixels;  // Quick Draw's rows
-  const auto side = [](int64_t v) { return int(std::clamp<int64_t>(v, 0, kMaxImageSide + 1)); };
-  Shape image = kDrawingShape;
-  if (shape.size() == 3 || shape.size() == 4)
-    image = {side(shape[1]), side(shape[2]), shape.size() == 4 ? side(shape[3]) : 1};
-  if (shape.empty() || shape[0] < 0 ||
-      !(flat || ((shape.size() == 3 || shape.size() == 4) && image_shape_ok(image))))
+  const Shape image = flat ? kDrawingShape : image_shape_of(shape);
+  if (shape.empty() || shape[0] < 0 || !image_shape_ok(image))
     fail("shape " + (tuple.empty() ? std::string("missing") : tuple) + ", expected (N, " +
-         std::to_string(kImagePixels) +
-         ") as Quick Draw's, (N, H, W) or (N, H, W, C) images (sides " + "up to " +
-         std::to_string(kMaxImageSide) + ", up to " + std::to_string(kMaxChannels) + " channels)");
+         std::to_string(kImagePixels) + ") as Quick Draw's, (N, H, W) or (N, H, W, C) images (" +
+         image_limits_text() + ")");
   return {offset + header_len, shape[0], uint64_t(image.size()), image};
 }
 
