@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -61,6 +62,25 @@ TEST_CASE(
   CHECK(comm.all_equal(0));
   CHECK(comm.all_equal(~0ULL));
   CHECK(comm.all_equal(uint64_t(comm.rank() == comm.size() - 1 ? 7 : 8)) == (comm.size() == 1));
+}
+
+TEST_CASE("a rank waiting for a collective leaves its CPU to others") {
+  Comm comm;
+  const auto thread_cpu_seconds = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+  };
+  const bool late = comm.rank() == comm.size() - 1;
+  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const double wall0 = MPI_Wtime(), cpu0 = thread_cpu_seconds();
+  double one = 1;
+  comm.allreduce_sum(&one, 1);
+  const double wall = MPI_Wtime() - wall0, cpu = thread_cpu_seconds() - cpu0;
+  CHECK(one == comm.size());
+  // MPI's own wait would spin through the whole wait for the late rank.
+  if (!late) CHECK(cpu < 0.2 * wall);
+  INFO("rank " << comm.rank() << ": " << cpu << " s of CPU in a wait of " << wall << " s");
 }
 
 TEST_CASE("connect_all: every pair exchanges one message, and none is left over") {
@@ -128,6 +148,8 @@ TEST_CASE("an epoch's seconds are the slowest rank's: the same on every rank") {
     CHECK(seconds[0] == -seconds[1]);
     CHECK(e.seconds > 0);
   }
+  // Ranks that took 1, 2, ... P seconds: the job took P.
+  CHECK(slowest_rank_seconds(comm, comm.rank() + 1.0) == comm.size());
 }
 
 TEST_CASE("resume equals uninterrupted on the same ranks, and reshards onto another count") {

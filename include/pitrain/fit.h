@@ -54,6 +54,9 @@ struct EpochResult {
   int sync_every = 1;       // steps between the ranks' meetings at the epoch's end
 };
 
+// An epoch's seconds as the job's clock sees them: the slowest rank's `seconds` (collective).
+double slowest_rank_seconds(Comm& comm, double seconds);
+
 struct TrainResult {
   std::vector<EpochResult> epochs;
   std::vector<float> params;  // final weights

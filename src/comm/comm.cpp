@@ -1,8 +1,13 @@
 #include "pitrain/comm.h"
 
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "pitrain/error.h"
 
@@ -13,6 +18,47 @@ namespace {
 template <class Op>
 void in_chunks(int64_t n, Op op) {
   for (int64_t off = 0; off < n; off += INT_MAX) op(off, int(std::min<int64_t>(INT_MAX, n - off)));
+}
+
+// Open MPI 4 moves its nonblocking collectives on (libnbc's progress, a low-priority callback)
+// at one test in eight: a test here is kTests of MPI's.
+constexpr int kTests = 8;
+
+bool test_all(int n, MPI_Request* requests) {
+  int done = 0;
+  for (int i = 0; i < kTests && !done; ++i) MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
+  return done != 0;
+}
+
+// MPI's own waits spin until the messages are in: on a Pi training with --threads 4 the spin takes
+// a core from the model, and under a CPU quota (an emulated host, a container's limit) it is
+// charged as compute and comes out of the next step. A wait here spins only briefly (a message
+// already on its way lands within microseconds), then naps between tests, each nap a
+// kNapShare of the time waited so far, within [kShortestNap, kLongestNap]: a message is seen
+// at most about a sixteenth of the wait after it landed, and a long wait for a slow link tests
+// once a millisecond. The tests themselves move the collectives' phases on.
+constexpr auto kSpin = std::chrono::microseconds(20);
+constexpr int kNapShare = 16;
+constexpr std::chrono::microseconds kShortestNap(10), kLongestNap(1000);
+
+void wait_without_spinning(int n, MPI_Request* requests) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  while (clock::now() - start < kSpin)
+    if (test_all(n, requests)) return;
+  while (!test_all(n, requests)) {
+    const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - start);
+    std::this_thread::sleep_for(
+        std::clamp<std::chrono::microseconds>(waited / kNapShare, kShortestNap, kLongestNap));
+  }
+}
+
+// Starts a nonblocking collective with `start` and waits for it without spinning.
+template <class Start>
+void collective(Start start) {
+  MPI_Request request;
+  start(&request);
+  wait_without_spinning(1, &request);
 }
 
 }  // namespace
@@ -33,6 +79,8 @@ class Comm::InMpi {
 };
 
 Comm::Comm(MPI_Comm comm) : comm_(comm) {
+  // The waits' naps end on time, not up to the kernel's default 50 us slack late.
+  prctl(PR_SET_TIMERSLACK, 1000UL);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   if (size_ == 1) blocking_ = comm_;
@@ -47,20 +95,22 @@ Comm::~Comm() {
 // Made at the first blocking call, under its InMpi: a rank that cannot reach the others then
 // stalls where the watchdog sees it, not in the constructor before any watchdog runs.
 MPI_Comm Comm::blocking() {
-  if (blocking_ == MPI_COMM_NULL) MPI_Comm_dup(comm_, &blocking_);
+  if (blocking_ == MPI_COMM_NULL)
+    collective([&](MPI_Request* r) { MPI_Comm_idup(comm_, &blocking_, r); });
   return blocking_;
 }
 
 void Comm::broadcast(float* data, int64_t n, int root) {
   InMpi timed(*this);
   in_chunks(n, [&](int64_t off, int count) {
-    MPI_Bcast(data + off, count, MPI_FLOAT, root, blocking());
+    collective(
+        [&](MPI_Request* r) { MPI_Ibcast(data + off, count, MPI_FLOAT, root, blocking(), r); });
   });
 }
 
 void Comm::broadcast(uint64_t* data, int n, int root) {
   InMpi timed(*this);
-  MPI_Bcast(data, n, MPI_UINT64_T, root, blocking());
+  collective([&](MPI_Request* r) { MPI_Ibcast(data, n, MPI_UINT64_T, root, blocking(), r); });
 }
 
 void Comm::broadcast(std::string& text, int root) {
@@ -68,7 +118,8 @@ void Comm::broadcast(std::string& text, int root) {
   broadcast(&size, 1, root);
   text.resize(size_t(size));
   InMpi timed(*this);
-  MPI_Bcast(text.data(), int(size), MPI_CHAR, root, blocking());
+  collective(
+      [&](MPI_Request* r) { MPI_Ibcast(text.data(), int(size), MPI_CHAR, root, blocking(), r); });
 }
 
 void Comm::allreduce_sum(double* data, int64_t n) { allreduce(data, n, MPI_SUM); }
@@ -78,7 +129,9 @@ void Comm::allreduce(double* data, int64_t n, MPI_Op op) {
   if (size_ == 1) return;
   InMpi timed(*this);
   in_chunks(n, [&](int64_t off, int count) {
-    MPI_Allreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, op, blocking());
+    collective([&](MPI_Request* r) {
+      MPI_Iallreduce(MPI_IN_PLACE, data + off, count, MPI_DOUBLE, op, blocking(), r);
+    });
   });
   bytes_sent_ += n * int64_t(sizeof(double));
   ++collectives_;
@@ -102,19 +155,17 @@ void Comm::start_allreduce(const void* send, void* recv, int count, MPI_Datatype
 bool Comm::progress(std::vector<MPI_Request>& requests) {
   if (requests.empty()) return true;
   InMpi timed(*this);
-  int done = 0;
-  MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
-  return done != 0;
+  return test_all(int(requests.size()), requests.data());
 }
 
 void Comm::wait_all(std::vector<MPI_Request>& requests) {
   InMpi timed(*this);
-  MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  wait_without_spinning(int(requests.size()), requests.data());
 }
 
 void Comm::wait(MPI_Request& request) {
   InMpi timed(*this);
-  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  wait_without_spinning(1, &request);
 }
 
 void Comm::connect_all() {
@@ -130,27 +181,31 @@ void Comm::connect_all() {
     requests.emplace_back();
     MPI_Isend(&out, 1, MPI_CHAR, peer, kConnectTag, comm_, &requests.back());
   }
-  MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  wait_without_spinning(int(requests.size()), requests.data());
 }
 
 MPI_Comm Comm::duplicate() {
   InMpi timed(*this);
   MPI_Comm dup = MPI_COMM_NULL;
-  MPI_Comm_dup(comm_, &dup);
+  collective([&](MPI_Request* r) { MPI_Comm_idup(comm_, &dup, r); });
   return dup;
 }
 
 int Comm::first_failed(bool ok) {
   InMpi timed(*this);
   int v = ok ? size_ : rank_;
-  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, blocking());
+  collective([&](MPI_Request* r) {
+    MPI_Iallreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, blocking(), r);
+  });
   return v;
 }
 
 bool Comm::all_equal(uint64_t value) {
   InMpi timed(*this);
   uint64_t v[2] = {value, ~value};  // the largest value, and the complement of the smallest
-  MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MAX, blocking());
+  collective([&](MPI_Request* r) {
+    MPI_Iallreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MAX, blocking(), r);
+  });
   return v[0] == ~v[1];
 }
 

@@ -174,7 +174,7 @@ class EpochMeter {
     r.mpi_seconds = comm.mpi_seconds() - mpi0_;
     r.bytes_sent = comm.bytes_sent() - bytes0_;
     r.collectives = comm.collectives() - calls0_;
-    comm.allreduce_max(&r.seconds, 1);
+    r.seconds = slowest_rank_seconds(comm, r.seconds);
     comm.allreduce_sum(sums_, 3);
     r.loss = loss(), r.accuracy = accuracy();
     return r;
@@ -375,6 +375,11 @@ EpochResult end_epoch(Loop& l, int epoch, EpochMeter& meter, bool save_due) {
 }
 
 }  // namespace
+
+double slowest_rank_seconds(Comm& comm, double seconds) {
+  comm.allreduce_max(&seconds, 1);
+  return seconds;
+}
 
 StepResult train_step(ThreadedModel& threaded, Optimizer& opt, SyncStrategy& sync, const float* x,
                       const int32_t* y, int n, float lr, const Context& ctx, int64_t step) {
