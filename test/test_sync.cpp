@@ -330,8 +330,10 @@ TEST_CASE(
     CHECK(soon.opts.overlap);
     CHECK(soon.opts.overlap_steps == 2);
     CHECK(soon.opts.error_feedback);
-    CHECK(soon.opts.max_sync_every == 0);  // the probe measured its cost: K stays
-    CHECK(soon.opts.outer_lr == 0.35f);    // every round auto takes moves by the outer step
+    // A round that waits for a host still busy with its step costs more than the probe
+    // measured: K may double.
+    CHECK(soon.opts.max_sync_every == 32);
+    CHECK(soon.opts.outer_lr == 0.35f);  // every round auto takes moves by the outer step
     CHECK(soon.opts.outer_momentum == 0.8f);
     CHECK(soon.why.find("rounds every 8 steps, overlapped and applied 2 steps later, in int4") ==
           0);
@@ -356,7 +358,7 @@ TEST_CASE(
   CHECK(every16.opts.wire == WireType::int4);
   CHECK(every16.opts.sync_every == 16);
   CHECK(every16.opts.overlap_steps == 8);
-  CHECK(every16.opts.max_sync_every == 0);
+  CHECK(every16.opts.max_sync_every == 32);
   // The emulated WLAN cell as its probe sees it (0.12 ms an allreduce, 0.2 MB/s) and 9 ms steps:
   // int4's 101 ms outlast the 8 steps before it is applied by 29 ms, under a fifth of the 173 ms
   // from one round to the next; int8 every 32 steps (219 ms) would hide but learns less.

@@ -200,11 +200,12 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
   choice.opts.error_feedback = pick.wire != WireType::fp32;
   choice.opts.overlap = pick.overlap;
   choice.opts.overlap_steps = pick.overlap_steps;
-  // Overlapped bf16 and int8 rounds may grow to kMaxFullRankEvery during the run (cnn's final
-  // accuracy with int8 at K = 8, 16 and 32 stays close to per-step sync's); PowerSGD's K stays:
-  // with its low rank, mlp learns less a step as K doubles. A blocking round's cost, and
-  // that of one applied 2 steps on, is what the probe measured, so their K stays too.
-  const bool doubles = pick.overlap && !pick.overlap_steps && pick.wire != WireType::powersgd;
+  // Overlapped full-rank rounds may grow to kMaxFullRankEvery during the run (cnn's final
+  // accuracy with int8 at K = 8, 16 and 32 stays close to per-step sync's), those applied a few
+  // steps on too: a round costs a step more than the probe measured wherever it waits for a
+  // host still busy with its step (bench/step_cost.sh). PowerSGD's K stays: with its low rank,
+  // mlp learns less a step as K doubles. A blocking round's cost is what the probe measured.
+  const bool doubles = pick.overlap && pick.wire != WireType::powersgd;
   choice.opts.max_sync_every = doubles ? kMaxFullRankEvery : 0;
   if (pick.every > 1) {
     choice.opts.outer_lr = pick.every >= kMinFarRoundEvery ? kFarRoundOuterLr : kRoundOuterLr;
@@ -251,7 +252,7 @@ SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const Link
 SyncChoice auto_sync(Comm& comm, const SyncOptions& given, double step_seconds, int64_t n_params,
                      const std::vector<WireMatrix>& matrices) {
   double slowest[3] = {time_latency(comm), time_probe(comm), step_seconds};
-  MPI_Allreduce(MPI_IN_PLACE, slowest, 3, MPI_DOUBLE, MPI_MAX, comm.raw());
+  comm.allreduce_max(slowest, 3);
   LinkTiming link{slowest[0], std::max(slowest[1] - slowest[0], 0.0) / double(kProbeBytes)};
   SyncChoice choice = choose_sync(given, slowest[2], link, n_params, matrices);
   if (choice.opts.sync_every > 1)
