@@ -37,7 +37,6 @@ batch=8 images=3200
 cpu=1  # set per speed below
 # shellcheck source=bench/netns_cluster.sh
 . "$root/bench/netns_cluster.sh"
-latency_us=0
 emulation_available || exit 0
 work=$(mktemp -d /tmp/pitrain-step-cost-XXXXXX)
 trap 'teardown; rm -rf "$work"' EXIT
