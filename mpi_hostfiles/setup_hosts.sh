@@ -2,7 +2,8 @@
 # Sets up every host of a hostfile over ssh, all hosts at once: installs the packages of
 # packages.txt (build, lib and run), copies this source tree to the same path and builds pitrain
 # there, and copies the dataset to the same path, so that `mpirun --hostfile FILE` finds both on
-# every host. Needs passwordless ssh to each host, and root or passwordless sudo there.
+# every host. The hosts' builds name the head's source revision in `pitrain --version`. Needs
+# passwordless ssh to each host, and root or passwordless sudo there.
 # test/fresh_hosts.sh runs it on two fresh Debian 12 roots.
 set -euo pipefail
 usage="usage: setup_hosts.sh HOSTFILE [--data FILE] [--user NAME] [--jobs N] [--rsh COMMAND] [--dry-run]
@@ -76,10 +77,16 @@ setup_host() {
   fi
 }
 
+# The head's source revision travels with the tree in .pitrain-revision: a host without git (or
+# without .git) builds a pitrain whose --version names it (src/cli/revision.sh), so that
+# bench/cluster.sh can tell the hosts' builds apart from the head's.
+revision=$("$src/src/cli/revision.sh")
 if [ "$dry" = 1 ]; then
+  echo "echo $(q "$revision") >$(q "$src/.pitrain-revision")"
   for host in "${hosts[@]}"; do echo "== $host"; setup_host "$host"; done
   exit 0
 fi
+echo "$revision" >"$src/.pitrain-revision"
 echo "setup_hosts.sh: setting up ${hosts[*]} at once; each line below starts with its host" >&2
 pids=()
 for host in "${hosts[@]}"; do

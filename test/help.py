@@ -3,7 +3,10 @@
 
 Runs `pitrain --version`, `pitrain --help` and `pitrain <command> --help` for every command that
 `pitrain --help` lists, and fails on:
-  - a version line other than "pitrain <meson.build's project version> ...", or a non-zero exit;
+  - a version line other than "pitrain <meson.build's project version> (rev <revision>, <build
+    type>, -D<option>=<value> for every option of meson_options.txt; GEMM on this CPU: <kernel>)",
+    or a non-zero exit; in a git checkout, a revision other than HEAD's short hash (with
+    "-modified" or not), elsewhere other than "unknown" or .pitrain-revision's;
   - a usage line other than "pitrain <command> ... [OPTION...] ...";
   - a cut-off description: a line of spaces alone (cxxopts 3.1's wrapping drops a one-letter last
     word and leaves one), an option whose description is empty, ends in a word that cannot end a
@@ -158,14 +161,40 @@ def check_doc(where, text, flags):
     return seen
 
 
+# The source revision src/cli/revision.sh gives now: the build's unless the tree changed since.
+def revision_now():
+    script = os.path.join(SOURCE, "src", "cli", "revision.sh")
+    return subprocess.run(["sh", script], capture_output=True, text=True).stdout.strip()
+
+
+# `pitrain --version` and `pitrain version`: the version, the revision, the build type and every
+# option of meson_options.txt, then the GEMM kernel.
+def check_version(version):
+    options = re.findall(r"option\('([a-z_]+)'", open(os.path.join(SOURCE, "meson_options.txt")).read())
+    line = re.compile(rf"pitrain {re.escape(version)} \(rev ([A-Za-z0-9.-]+), "
+                      rf"([a-z]+), ([^;\n]*); GEMM on this CPU: [^)\n]+\)\n")
+    for args in (["--version"], ["version"]):
+        out = run(*args)
+        m = line.fullmatch(out)
+        if not m:
+            fail(f"`pitrain {args[0]}` printed {out!r}, expected one line 'pitrain {version} (rev REVISION, "
+                 f"BUILDTYPE, -DOPTION=VALUE...; GEMM on this CPU: KERNEL)'")
+            continue
+        missing = [o for o in options if not re.search(rf"(^| )-D{o}=\S", m.group(3))]
+        if missing:
+            fail(f"`pitrain {args[0]}` names no -D{missing[0]}=...: add each option of meson_options.txt "
+                 f"to build_options in meson.build")
+        # The build ran revision.sh; now it may say -modified where the build did not, or the reverse.
+        if m.group(1).split("-")[0] != revision_now().split("-")[0]:
+            fail(f"`pitrain {args[0]}` says rev {m.group(1)}, but the source is at {revision_now()}: "
+                 f"rebuild, or check src/cli/revision.sh and meson.build's vcs_tag")
+    print(f"ok: pitrain --version: {out.strip()}")
+
+
 def main():
     meson = open(os.path.join(SOURCE, "meson.build")).read()
     version = re.search(r"project\([^)]*?version\s*:\s*'([^']+)'", meson, re.S).group(1)
-    for args in (["--version"], ["version"]):
-        out = run(*args)
-        if not re.fullmatch(rf"pitrain {re.escape(version)}( \([^\n]*\))?\n", out):
-            fail(f"`pitrain {args[0]}` printed {out!r}, expected one line 'pitrain {version} ...'")
-    print(f"ok: pitrain --version: {out.strip()}")
+    check_version(version)
 
     top = run("--help")
     lines = top.split("\n")

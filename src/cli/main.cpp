@@ -9,6 +9,7 @@
 #include "pitrain/error.h"
 #include "pitrain/run_control.h"
 #include "pitrain/matrix.h"
+#include "pitrain_revision.h"
 #include "pitrain_version.h"
 
 namespace {
@@ -30,15 +31,13 @@ const char* kUsage =
     "`pitrain <command> --help` lists each command's options; `pitrain --version` prints the "
     "version.\n";
 
-// "pitrain 0.1.0 (-Dblas=openblas; GEMM on this CPU: eigen-avx2)": the build and its kernels.
+// "pitrain 0.1.0 (rev 1a2b3c4d, release, -Dblas=openblas -Dnative=false -Dfuzz=false; GEMM on
+// this CPU: eigen-avx2)": the source revision at build time (src/cli/revision.sh), the build type
+// and options, and the kernels this CPU runs. bench/cluster.sh compares the part before ';'
+// across the hosts.
 int version() {
-#ifdef PITRAIN_OPENBLAS
-  const char* blas = "openblas";
-#else
-  const char* blas = "eigen";
-#endif
-  std::cout << "pitrain " << PITRAIN_VERSION << " (-Dblas=" << blas
-            << "; GEMM on this CPU: " << pitrain::gemm_backend() << ")\n";
+  std::cout << "pitrain " << PITRAIN_VERSION << " (rev " << PITRAIN_REVISION << ", "
+            << PITRAIN_BUILD_OPTIONS << "; GEMM on this CPU: " << pitrain::gemm_backend() << ")\n";
   return 0;
 }
 
