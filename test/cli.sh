@@ -92,6 +92,18 @@ for r in rows:
     start += float(r["seconds"])
     assert abs(float(r["wall_seconds"]) - start) < 1e-3 * start, (r, start)
 PY
+# PITRAIN_JOB_START: the start-up counts from the launcher's time (here 5 s ago), not from the
+# processes' start; a malformed one stops every rank with one line.
+PITRAIN_JOB_START=$(awk -v now="$(date +%s.%N)" 'BEGIN { printf "%.3f", now - 5 }') \
+  mpi -np 2 -x PITRAIN_JOB_START "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 2 \
+  --threads 1 --json >"$work/job" 2>&1
+tail -n 1 "$work/job" | python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+assert 5 <= j["startup_seconds"] < j["wall_seconds"] < 65, j
+' || { fail "train with PITRAIN_JOB_START"; cat "$work/job"; }
+PITRAIN_JOB_START=yesterday expect_error "PITRAIN_JOB_START=yesterday: give the job's start in unix seconds" \
+  mpi -np 2 -x PITRAIN_JOB_START "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1
 
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 5 --threads 1 >"$work/bar" 2>&1
 grep -qE "^Epoch 1/1  5/5 \[=+\] - [0-9]+s [0-9]+ms/step - loss: .* - val_accuracy: .* - mpi: [0-9]+% 808KB/step$" "$work/bar" \

@@ -54,8 +54,9 @@ class TrainReport {
   double last_draw_ = -1;
   EpochResult last_;
   double train_seconds_ = 0, mpi_seconds_ = 0;  // over the epochs this run trained
-  // The log's wall_seconds: start-ups and epochs, validation excluded, over resumed runs too.
-  double wall_seconds_ = 0;
+  // The job's seconds before this run's first epoch: the resumed log's last wall_seconds and this
+  // run's start-up. The log's wall_seconds are it plus train_seconds_.
+  double wall_before_ = 0;
   int64_t bytes_ = 0, collectives_ = 0, steps_run_ = 0;
 };
 

@@ -274,10 +274,14 @@ SyncChoice choose_run_sync(const TrainOptions& o, Comm& comm, ThreadedModel& thr
 }
 
 // Seconds from the slowest rank's launch to now, its first step: MPI's start-up, connections,
-// data, and --sync auto's timing.
+// data, and --sync auto's timing. With the job's start from the launcher (PITRAIN_JOB_START), from
+// there to the end of this agreement, which waits for the slowest rank, if that is longer: the
+// processes' launch counts too, on this rank's clock (rank 0's is the one reported).
 double startup_seconds(Comm& comm) {
   double seconds = seconds_now() - process_start_seconds;
   comm.allreduce_max(&seconds, 1);
+  if (const auto start = launcher_start_seconds())
+    seconds = std::max(seconds, seconds_now() - *start);
   return seconds;
 }
 
@@ -409,6 +413,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
       o.progress_file.empty() || bad_outputs ? "" : o.progress_file + ".stalled");
   run_together(comm, [&] {
     if (bad_outputs) std::rethrow_exception(bad_outputs);
+    launcher_start_seconds();  // a malformed PITRAIN_JOB_START, on any rank, stops them all
   });
   Run run = start_run(o, comm);
   ThreadedModel threaded(run.model, pool);

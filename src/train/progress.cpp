@@ -83,7 +83,7 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
     std::error_code not_a_file;
     const std::string kept =
         run.resumed_after_step >= 0 && std::filesystem::is_regular_file(opts.log_csv, not_a_file)
-            ? log_rows_up_to(opts.log_csv, run.resumed_epochs, wall_seconds_)
+            ? log_rows_up_to(opts.log_csv, run.resumed_epochs, wall_before_)
             : "";
     if (!kept.empty()) {
       write_file_atomically(opts.log_csv, kept);
@@ -94,7 +94,7 @@ TrainReport::TrainReport(std::ostream& out, const TrainOptions& opts, const RunI
     }
     if (!csv_) throw Error("--log " + opts.log_csv + ": cannot write it; check its permissions");
   }
-  wall_seconds_ += run.startup_seconds;
+  wall_before_ += run.startup_seconds;
   if (!progress_) return;
   out_ << "pitrain: " << plural(run.ranks, "rank") << " x " << plural(run.threads, "thread") << ", "
        << run.train_images << " train / " << run.val_images << " val images, " << run.classes
@@ -138,7 +138,7 @@ void TrainReport::update(int64_t step, double loss, double accuracy, double seco
 void TrainReport::end_epoch(const EpochResult& r) {
   last_ = r;
   train_seconds_ += r.seconds, mpi_seconds_ += r.mpi_seconds, bytes_ += r.bytes_sent,
-      collectives_ += r.collectives, steps_run_ += r.steps, wall_seconds_ += r.seconds;
+      collectives_ += r.collectives, steps_run_ += r.steps;
   // A run stopped after an epoch's last step resumes into that epoch's validation alone: it has
   // no training figures of its own (empty in the CSV), only the validation's.
   const bool trained = r.steps > 0;
@@ -149,7 +149,8 @@ void TrainReport::end_epoch(const EpochResult& r) {
     else
       csv_ << ",,";
     csv_ << r.val_loss << ',' << r.val_accuracy << ',' << r.seconds << ',' << r.mpi_seconds << ','
-         << r.steps * opts_.batch_size * run_.ranks << ',' << wall_seconds_ << std::endl;
+         << r.steps * opts_.batch_size * run_.ranks << ',' << wall_before_ + train_seconds_
+         << std::endl;
     if (!csv_) {  // the log is for watching the run, never a reason to stop it
       std::cerr << "pitrain: warning: --log " << opts_.log_csv << ": cannot write epoch " << r.epoch
                 << "'s row (a full disk?); training goes on without the log" << std::endl;
@@ -216,8 +217,9 @@ void TrainReport::finish(int64_t epoch, int64_t step, double crowded_share) {
       {"bytes_per_step", per(double(bytes_), double(steps_run_))},
       {"allreduces_per_step", per(double(collectives_), double(steps_run_))},
       {"startup_seconds", run_.startup_seconds},
-      // rank 0's, from its launch to now: validation and the checkpoint included
-      {"wall_seconds", seconds_now() - process_start_seconds},
+      // rank 0's, from the job's start (PITRAIN_JOB_START) or its launch to now: validation and
+      // the checkpoint included
+      {"wall_seconds", seconds_now() - launcher_start_seconds().value_or(process_start_seconds)},
       {"epochs", last_.epoch},
       {"model", run_.model_spec},
       {"optimizer", opts_.optimizer},
