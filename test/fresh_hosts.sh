@@ -3,7 +3,10 @@
 # (mmdebstrap --variant=apt: apt and the essential packages, nothing of pitrain's) are the hosts
 # fresh1 and fresh2, reached through test/root_ssh.sh, an ssh stand-in that runs each command
 # inside a host's root under the host's name. setup_hosts.sh, unchanged, brings the packages, the
-# source, the build and the data to both; then `mpirun --hostfile` trains 2 ranks across them.
+# source, the build and the data to both; then `mpirun --hostfile` trains 2 ranks across them,
+# and bench/cluster.sh --hostfile --smoke runs its 1-vs-2 benchmark on them, which share no
+# filesystem with this machine: it stages the data on both, writes the table, the plot and
+# hosts.md, and refuses a host whose pitrain build differs from this machine's.
 # Slow (two package installs and two builds on this machine's cores), so it is a command of its
 # own, not part of `meson test`; .ci/run runs it.
 # usage, as root on Debian 12 after quickstart.sh: bash test/fresh_hosts.sh [--keep]
@@ -76,4 +79,45 @@ losses = [float(r["loss"]) for r in rows]
 assert len(rows) == 2 and losses[-1] < losses[0], f"no learning across the two hosts: {losses}"
 print(f"losses by epoch {losses}: two fresh hosts trained together")
 PY
+
+step "bench/cluster.sh --hostfile across fresh1 and fresh2 (--smoke)"
+bench=$work/bench
+bash bench/cluster.sh --hostfile "$work/hosts" --rsh "$src/test/root_ssh.sh" --smoke --no-peer --target-share 0.9 \
+  --out "$bench" </dev/null 2>&1 | tee "$work/bench.log"
+data=$(sed -n 's/^Hosts of .*; data: \(.*\))$/\1/p' "$bench/hosts.md")
+if [ -z "$data" ] || [ ! -f "$data" ]; then
+  echo "test/fresh_hosts.sh: hosts.md names no data file that this machine has" >&2; exit 1
+fi
+for host in fresh1 fresh2; do
+  cmp "$data" "$PITRAIN_ROOTS/$host$data" || { echo "test/fresh_hosts.sh: the data was not staged on $host at $data" >&2; exit 1; }
+  grep -q "^data on $host: " "$work/bench.log" || { echo "test/fresh_hosts.sh: cluster.sh did not say what staging did on $host" >&2; exit 1; }
+  grep -q "^| $host | " "$bench/hosts.md" || { echo "test/fresh_hosts.sh: hosts.md does not name $host" >&2; exit 1; }
+done
+# The 2-host row with a number of ms/step (after sync, time to target, first validation, ratio,
+# job); its run finished both epochs, and rank 0's --log came back from fresh1.
+grep -qE "^\| pitrain \| mlp \| real \| 2 \| per-step \| ([^|]+ \| ){4}[0-9.]+ \| " "$bench/cluster.md" ||
+  { echo "test/fresh_hosts.sh: no 2-host row with ms/step in $bench/cluster.md" >&2; exit 1; }
+grep -q "^Epoch 2/2" "$bench/logs/pitrain-mlp-real-2-per-step-1.log" ||
+  { echo "test/fresh_hosts.sh: the 2-host run did not finish ($bench/logs/pitrain-mlp-real-2-per-step-1.log)" >&2; exit 1; }
+[ "$(wc -l <"$bench/logs/pitrain-mlp-real-2-per-step-1.csv")" -eq 3 ] ||
+  { echo "test/fresh_hosts.sh: rank 0's --log of the 2-host run did not come back from fresh1" >&2; exit 1; }
+[ -s "$bench/cluster.png" ] || { echo "test/fresh_hosts.sh: no plot $bench/cluster.png" >&2; exit 1; }
+
+step "bench/cluster.sh refuses fresh2 with another build"
+# fresh2's pitrain now names another revision: what a host says after a commit it was not given.
+binary=$PITRAIN_ROOTS/fresh2$src/build/pitrain
+mv "$binary" "$binary.real"
+# shellcheck disable=SC2016  # $0 and $@ are the fake's, inside fresh2
+printf '#!/bin/sh\n"$0.real" "$@" | sed "s/(rev [^,]*/(rev 00000000/"\n' >"$binary"
+chmod +x "$binary"
+if bash bench/cluster.sh --hostfile "$work/hosts" --rsh "$src/test/root_ssh.sh" --smoke --no-peer \
+  --out "$work/refused" </dev/null 2>"$work/refused.log"; then
+  echo "test/fresh_hosts.sh: cluster.sh ran with another build on fresh2" >&2; exit 1
+fi
+mv "$binary.real" "$binary"
+cat "$work/refused.log"
+if [ "$(wc -l <"$work/refused.log")" -ne 1 ] || ! grep -q "fresh2 runs another pitrain build.*setup_hosts.sh" "$work/refused.log"; then
+  echo "test/fresh_hosts.sh: the refusal is not one line naming fresh2 and setup_hosts.sh" >&2; exit 1
+fi
+[ ! -e "$work/refused/cluster.md" ] || { echo "test/fresh_hosts.sh: cluster.sh ran despite the refusal" >&2; exit 1; }
 step "ok"
