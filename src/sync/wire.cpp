@@ -91,7 +91,7 @@ WireAverage::WireAverage(Comm& comm, int64_t n) : comm_(comm), n_(n), averages_(
 }
 
 void WireAverage::wait_in_flight() {
-  if (!requests_.empty()) MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+  if (!requests_.empty()) comm_.wait_all(requests_);
   requests_.clear();
 }
 

@@ -51,7 +51,7 @@ Vote StopVote::exchange(Vote local) {
 }
 
 StopVote::~StopVote() {
-  if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  if (request_ != MPI_REQUEST_NULL) comm_.wait(request_);
   if (votes_ != MPI_COMM_NULL) MPI_Comm_free(&votes_);
 }
 
