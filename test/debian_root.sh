@@ -33,8 +33,19 @@ make_bookworm_root() {
       "security updates (the same ABI: fine for tests, not for a real host)" >&2
     mmdebstrap_into "$dir.tmp" "$@" -- "${sources[@]}" || return 1
   fi
-  rm -rf "$dir"
+  remove_root "$dir"
   mv "$dir.tmp" "$dir"
+}
+
+# remove_root DIR: DIR gone, with whatever is mounted inside it unmounted first (an mmdebstrap
+# killed mid-way leaves its /proc and /sys mounted there, which rm cannot remove).
+remove_root() {
+  local dir
+  dir=$(realpath -m "$1")
+  findmnt -rn -o TARGET | awk -v d="$dir/" 'index($0, d) == 1' | sort -r | while read -r m; do
+    umount -l "$m"
+  done
+  rm -rf "$dir"
 }
 
 # mmdebstrap_into DIR [OPTION...] -- SOURCE...
@@ -43,6 +54,6 @@ mmdebstrap_into() {
   shift
   while [ "$1" != -- ]; do options+=("$1"); shift; done
   shift
-  rm -rf "$dir"
+  remove_root "$dir"
   mmdebstrap --variant=apt --aptopt='Acquire::Retries "3"' "${options[@]}" bookworm "$dir" "$@"
 }
