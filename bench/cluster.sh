@@ -31,11 +31,11 @@
 # Emulation (see ../shared/DESIGN.md): one network namespace per host, veths into a bridge in a
 # namespace of its own, each host's link shaped with tc tbf in both directions, a cgroup-v1 CPU
 # quota per host (by default a Raspberry Pi 4's compute rate: --host-speed), Open MPI launched
-# into the namespaces through bench/netns_rsh.sh. Links are
-# ~10 us one way, not a Pi's 0.1-5 ms, unless --latency adds some (this kernel has no netem: a
-# program of ours, bench/netns_delay.cpp, holds each host's outgoing frames). A host's
-# quota runs it 5 ms of every 10 and then stops it, which no Pi does: hosts with short steps
-# (mlp: ~11 steps a period) drift apart by several steps between rounds and wait for each
+# into the namespaces through bench/netns_rsh.sh. Links are ~10 us one way, not a real LAN's
+# (about 0.1 ms a message wired, 1-5 ms over WLAN), unless --latency adds some (this kernel has
+# no netem: a program of ours, bench/netns_delay.cpp, holds each host's outgoing frames). A
+# host's quota runs it 5 ms of every 10 and then stops it, which no Pi does: hosts with short
+# steps (mlp: ~11 steps a period) drift apart by several steps between rounds and wait for each
 # other at the next.
 #
 # Needs (Debian): rsync for --hostfile, iproute2 for the emulation, gnuplot-nox for the plot,
@@ -59,7 +59,8 @@
 #                     from this machine's measured single-core fp32 GEMM rate (bench/netns_cluster.sh
 #                     has the boards' figures, estimates from public Linpack results)
 #   --cpu F           cores per emulated host instead, a raw share of this machine
-#   --latency MS      added to every frame a host sends (default 0; a WLAN adds 1-5 ms a message)
+#   --latency MS      added to every frame a host sends (default 0; a wired LAN adds about 0.1 ms
+#                     a message, a WLAN 1-5 ms)
 #   --models LIST     cnn,mlp (default); cnn runs batch 32 a rank, mlp the magazine's batch 8
 #   --target A        validation accuracy to reach (default 0.80)
 #   --target-share F  instead, F times the final validation accuracy of pitrain's 1-host run
@@ -71,7 +72,8 @@
 #                     that fails otherwise counts as failed ("failed" in summary.jsonl), its curve not
 #   --repeat R        run every configuration R times, alternating; the table gives medians (default 1)
 #   --no-peer         skip the PyTorch peer
-#   --mpirun-args S   extra mpirun arguments (e.g. --tune mpi_hostfiles/slow-links.conf)
+#   --mpirun-args S   extra mpirun arguments (e.g. "--tune $PWD/mpi_hostfiles/slow-links.conf": an
+#                     absolute path, docs/slow-links.md)
 #   --train-args S    extra `pitrain train` arguments (e.g. --sync auto, or --sync local-sgd --sync-every 8 --grad-dtype fp16)
 #   --peer-args S     extra arguments of the peer (e.g. --powersgd 4; its hooks act on 2+ hosts only)
 #   --out DIR         results folder (default bench/results-cluster)
@@ -159,33 +161,15 @@ refuse() { echo "bench/cluster.sh: $*" >&2; exit 1; }
 # remote HOST COMMAND: one shell command line on HOST through --rsh, without input.
 remote() { "${rsh_cmd[@]}" -- "$1" "$2" </dev/null; }
 
-# hostfile_hosts FILE: sets cluster_hosts to the hosts of an Open MPI hostfile, each once, in
-# order: the first word of every line that is not a comment, checked as setup_hosts.sh does.
-cluster_hosts=()
-hostfile_hosts() {
-  local line host name_re='^[][A-Za-z0-9._:%@-]+$'
-  while IFS= read -r line || [ -n "$line" ]; do
-    read -r host _ <<<"${line%%#*}" || true
-    [ -n "$host" ] || continue
-    [[ $host =~ $name_re && $host != -* ]] || fail "$1: '$host' is not a host name or address"
-    [[ " ${cluster_hosts[*]:-} " == *" $host "* ]] || cluster_hosts+=("$host")
-  done <"$1"
-  [ "${#cluster_hosts[@]}" -gt 0 ] || fail "$1 names no host"
-}
-
-# build_of VERSION: what must be the same on every host: `pitrain --version` without the GEMM
-# kernel that each CPU picks at run time.
-build_of() {
-  local build=${1%%; GEMM on this CPU: *}
-  if [ "$build" = "$1" ]; then echo "$1"; else echo "$build)"; fi
-}
+# shellcheck source=mpi_hostfiles/hostfile.sh
+. "$root/mpi_hostfiles/hostfile.sh"
 
 # check_builds: every host runs this machine's pitrain build, or a line naming the first that
 # does not and the fix.
 check_builds() {
   local mine theirs host rc
   mine=$("$build/pitrain" --version) || fail "no pitrain at $build/pitrain: build it (meson compile -C build) or set BUILD"
-  for host in "${cluster_hosts[@]}"; do
+  for host in "${hostfile_hosts[@]}"; do
     # ssh's own words (a new host key, say) go to stderr, apart from the version line; ssh
     # exits 255 where it cannot reach the host.
     rc=0
@@ -205,7 +189,7 @@ check_builds() {
 declare -A staged  # host -> what staging did there, for hosts.md
 stage_data() {
   local file=$1 host changes
-  for host in "${cluster_hosts[@]}"; do
+  for host in "${hostfile_hosts[@]}"; do
     remote "$host" "mkdir -p $(printf %q "$(dirname "$file")")" ||
       refuse "$host: cannot make $(dirname "$file") there: check '$rsh $host' and the folder's owner"
     changes=$(rsync -a --checksum --itemize-changes -e "$rsh" "$file" "$host:$file") ||
@@ -264,7 +248,7 @@ write_hosts_md() {
       echo
       echo "| host | CPU | cores | memory | kernel | network (up, link speed) | pitrain --version | data |"
       echo "|---|---|---|---|---|---|---|---|"
-      for host in "${cluster_hosts[@]}"; do echo "$(facts_row "$host" "$host") ${staged[$host]:-not staged} |"; done
+      for host in "${hostfile_hosts[@]}"; do echo "$(facts_row "$host" "$host") ${staged[$host]:-not staged} |"; done
     else
       echo "Emulated hosts: network namespaces on this machine, $hosts_text (data: $bench_data)"
       echo
@@ -305,14 +289,14 @@ launch() {
 # clear_log CSV: no --log CSV of an earlier run, here or on rank 0's host, which writes it.
 clear_log() {
   rm -f "$1"
-  [ -z "$hostfile" ] || remote "${cluster_hosts[0]}" "mkdir -p $(printf %q "$out/logs") && rm -f $(printf %q "$1")" ||
-    echo "  cannot clear $1 on ${cluster_hosts[0]}" >&2
+  [ -z "$hostfile" ] || remote "${hostfile_hosts[0]}" "mkdir -p $(printf %q "$out/logs") && rm -f $(printf %q "$1")" ||
+    echo "  cannot clear $1 on ${hostfile_hosts[0]}" >&2
 }
 
 # fetch_log CSV: rank 0's --log from the hostfile's first host, where rank 0 ran (where that is
 # this machine, rsync finds the file the same and leaves it).
 fetch_log() {
-  [ -z "$hostfile" ] || rsync -a -e "$rsh" "${cluster_hosts[0]}:$1" "$1" 2>/dev/null || true
+  [ -z "$hostfile" ] || rsync -a -e "$rsh" "${hostfile_hosts[0]}:$1" "$1" 2>/dev/null || true
 }
 
 # run_pitrain N HOSTFILE LOG CSV ARG...: `pitrain train ARG...` on N hosts, its output in LOG and
@@ -437,10 +421,10 @@ threads=1
 if [ -n "$hostfile" ]; then
   rsh_flag=""
   [ "$rsh" = ssh ] || rsh_flag=" --rsh '$rsh'"
-  hostfile_hosts "$hostfile"
+  read_hostfile "$hostfile"
   check_builds
-  if ! threads=$(remote "${cluster_hosts[0]}" nproc) || [[ ! $threads =~ ^[1-9][0-9]*$ ]]; then
-    refuse "${cluster_hosts[0]}: no number of cores from nproc ('$threads'): check '$rsh ${cluster_hosts[0]} nproc'"
+  if ! threads=$(remote "${hostfile_hosts[0]}" nproc) || [[ ! $threads =~ ^[1-9][0-9]*$ ]]; then
+    refuse "${hostfile_hosts[0]}: no number of cores from nproc ('$threads'): check '$rsh ${hostfile_hosts[0]} nproc'"
   fi
 fi
 if [ -n "$data" ]; then

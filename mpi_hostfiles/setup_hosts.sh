@@ -37,22 +37,10 @@ list=$("$src/packages.sh" build lib run)  # a failure here stops the script, unl
 mapfile -t packages <<<"$list"
 [ -z "$data" ] || data=$(cd "$(dirname "$data")" && pwd)/$(basename "$data")
 
-# A host is the first word of a line that is not a comment. Only host names and addresses pass
-# (optionally user@): a name that ssh would read as an option, or a shell would expand, stops here.
-# The same rule and words as `pitrain elastic` (is_host_name in src/elastic/hosts.cpp).
-name_re='^[][A-Za-z0-9._:%@-]+$'
-hosts=()
-lineno=0
-while IFS= read -r line || [ -n "$line" ]; do
-  lineno=$((lineno + 1))
-  read -r host _ <<<"${line%%#*}" || true
-  [ -n "$host" ] || continue
-  if [[ ! $host =~ $name_re ]] || [ "${host#-}" != "$host" ]; then
-    fail "$hostfile:$lineno: '$host' is not a host name or address (letters, digits, . - _ : [ ] % @; not starting with -)"
-  fi
-  [[ " ${hosts[*]} " == *" $host "* ]] || hosts+=("$host")
-done <"$hostfile"
-[ "${#hosts[@]}" -gt 0 ] || fail "$hostfile names no host"
+# shellcheck source=mpi_hostfiles/hostfile.sh
+. "$src/mpi_hostfiles/hostfile.sh"
+read_hostfile "$hostfile"
+hosts=("${hostfile_hosts[@]}")
 
 run() {
   if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; else "$@"; fi

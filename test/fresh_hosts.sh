@@ -7,6 +7,8 @@
 # and bench/cluster.sh --hostfile --smoke runs its 1-vs-2 benchmark on them, which share no
 # filesystem with this machine: it stages the data on both, writes the table, the plot and
 # hosts.md, and refuses a host whose pitrain build differs from this machine's.
+# mpi_hostfiles/check_hosts.sh passes both hosts and runs its mpirun step; with four hosts, one
+# healthy and three broken (a stale build, no data, another host name), it names each.
 # Slow (two package installs and two builds on this machine's cores), so it is a command of its
 # own, not part of `meson test`; .ci/run runs it.
 # usage, as root on Debian 12 after quickstart.sh: bash test/fresh_hosts.sh [--keep]
@@ -44,8 +46,17 @@ $keep || trap 'rm -rf "$PITRAIN_ROOTS"' EXIT
 work=$PITRAIN_ROOTS/head  # this machine's files for the run, at the same path on the hosts
 mkdir -p "$work"
 printf 'fresh1 slots=1\nfresh2 slots=1\n' >"$work/hosts"
+# Every host's name resolves on every host to this machine's address: the hosts share its
+# network, as Pis share a LAN.
+address=$(ip -4 route get 192.0.2.1 | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+[ -n "$address" ] || { echo "test/fresh_hosts.sh: no IPv4 address of this machine (ip route get)" >&2; exit 1; }
+name_host() {  # name_host ROOT NAME: the host's own name and /etc/hosts, as a Pi owner sets them
+  echo "$2" >"$1/etc/hostname"
+  printf '127.0.0.1 localhost\n%s fresh1 fresh2 fresh3 fresh4\n' "$address" >"$1/etc/hosts"
+}
 for host in fresh1 fresh2; do
   cp -a "$base" "$PITRAIN_ROOTS/$host"
+  name_host "$PITRAIN_ROOTS/$host" "$host"
   if PITRAIN_ROOTS=$PITRAIN_ROOTS test/root_ssh.sh "$host" "command -v g++ meson mpirun rsync" >/dev/null; then
     echo "test/fresh_hosts.sh: $host is not fresh: it has a compiler, meson, mpirun or rsync already" >&2
     exit 1
@@ -62,6 +73,12 @@ for host in fresh1 fresh2; do
     [ -f "$PITRAIN_ROOTS/$host$file" ] || { echo "test/fresh_hosts.sh: $host has no $file after setup_hosts.sh" >&2; exit 1; }
   done
 done
+
+step "check_hosts.sh on fresh1 and fresh2: every check, then 1 step with mpirun"
+check_hosts() { mpi_hostfiles/check_hosts.sh "$1" --data "$work/data.h5" --rsh "$src/test/root_ssh.sh" </dev/null; }
+check_hosts "$work/hosts" | tee "$work/check.log"
+grep -q "^mpirun: ok: 1 training step on all 2 hosts" "$work/check.log" && ! grep -q FAIL "$work/check.log" ||
+  { echo "test/fresh_hosts.sh: check_hosts.sh did not pass two healthy hosts" >&2; exit 1; }
 
 step "mpirun -np 2 across fresh1 and fresh2"
 mpi=(mpirun -np 2 --hostfile "$work/hosts" --map-by node --bind-to none --mca plm_rsh_agent "$src/test/root_ssh.sh")
@@ -104,6 +121,12 @@ grep -q "^Epoch 2/2" "$bench/logs/pitrain-mlp-real-2-per-step-1.log" ||
 [ -s "$bench/cluster.png" ] || { echo "test/fresh_hosts.sh: no plot $bench/cluster.png" >&2; exit 1; }
 
 step "bench/cluster.sh refuses fresh2 with another build"
+# fresh3 and fresh4 are copies of fresh2: fresh3 without the data, fresh4 under another name
+# (as a Pi fresh from the imager calls itself), for check_hosts.sh below.
+for host in fresh3 fresh4; do cp -a "$PITRAIN_ROOTS/fresh2" "$PITRAIN_ROOTS/$host"; done
+rm "$PITRAIN_ROOTS/fresh3$work/data.h5"
+name_host "$PITRAIN_ROOTS/fresh3" fresh3
+name_host "$PITRAIN_ROOTS/fresh4" raspberrypi
 # fresh2's pitrain now names another revision: what a host says after a commit it was not given.
 binary=$PITRAIN_ROOTS/fresh2$src/build/pitrain
 mv "$binary" "$binary.real"
@@ -114,10 +137,24 @@ if bash bench/cluster.sh --hostfile "$work/hosts" --rsh "$src/test/root_ssh.sh" 
   --out "$work/refused" </dev/null 2>"$work/refused.log"; then
   echo "test/fresh_hosts.sh: cluster.sh ran with another build on fresh2" >&2; exit 1
 fi
-mv "$binary.real" "$binary"
 cat "$work/refused.log"
 if [ "$(wc -l <"$work/refused.log")" -ne 1 ] || ! grep -q "fresh2 runs another pitrain build.*setup_hosts.sh" "$work/refused.log"; then
   echo "test/fresh_hosts.sh: the refusal is not one line naming fresh2 and setup_hosts.sh" >&2; exit 1
 fi
 [ ! -e "$work/refused/cluster.md" ] || { echo "test/fresh_hosts.sh: cluster.sh ran despite the refusal" >&2; exit 1; }
+
+step "check_hosts.sh names each broken host: fresh2's build, fresh3's data, fresh4's name"
+printf 'fresh%s slots=1\n' 1 2 3 4 >"$work/hosts4"
+if check_hosts "$work/hosts4" >"$work/check4.log"; then
+  cat "$work/check4.log"; echo "test/fresh_hosts.sh: check_hosts.sh passed three broken hosts" >&2; exit 1
+fi
+cat "$work/check4.log"
+for expected in "fresh2 +pitrain +FAIL: another build" "fresh3 +data +FAIL: no $work/data.h5" \
+  "fresh4 +name +FAIL: calls itself 'raspberrypi'" "problem\(s\): fresh2 pitrain; fresh3 data; fresh4 name;"; do
+  grep -qE "$expected" "$work/check4.log" ||
+    { echo "test/fresh_hosts.sh: check_hosts.sh did not say '$expected'" >&2; exit 1; }
+done
+! grep -q -e "^fresh1 .*FAIL" -e "^mpirun" "$work/check4.log" ||
+  { echo "test/fresh_hosts.sh: check_hosts.sh failed the healthy fresh1, or ran mpirun despite the problems" >&2; exit 1; }
+mv "$binary.real" "$binary"
 step "ok"

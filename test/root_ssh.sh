@@ -2,7 +2,8 @@
 # ssh stand-in for test/fresh_hosts.sh, for setup_hosts.sh (--rsh), rsync (-e) and Open MPI
 # (--mca plm_rsh_agent): `root_ssh.sh [SSH_OPTION...] [--] [USER@]HOST COMMAND...` runs COMMAND
 # with /bin/sh in the home directory of the root $PITRAIN_ROOTS/HOST, as ssh runs it on a host:
-# under the host's own name (a UTS namespace), with /proc, /sys and /dev mounted in a mount
+# under the host's own name (a UTS namespace; the root's /etc/hostname where it has one, else
+# HOST), with /proc, /sys and /dev mounted in a mount
 # namespace that ends with the command. The network is this machine's (apt reaches the mirror).
 # Like ssh, it exits 255 for a host it does not know.
 set -eu
@@ -22,6 +23,7 @@ if [ ! -d "$root/etc" ]; then
   echo "ssh: Could not resolve hostname $host: Name or service not known" >&2
   exit 255
 fi
+name=$(cat "$root/etc/hostname" 2>/dev/null) || true
 exec unshare --mount --uts --propagation private -- bash -c '
   set -e
   root=$1 host=$2
@@ -30,4 +32,4 @@ exec unshare --mount --uts --propagation private -- bash -c '
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
   mount --rbind /dev "$root/dev"
-  exec chroot "$root" /bin/sh -c "cd && $*"' root_ssh.sh "$root" "$host" "$@"
+  exec chroot "$root" /bin/sh -c "cd && $*"' root_ssh.sh "$root" "${name:-$host}" "$@"
