@@ -2,11 +2,15 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "helpers.h"
 #include "pitrain/elastic.h"
 #include "pitrain/error.h"
+#include "pitrain/host_health.h"
 
 using namespace pitrain;
 using pitrain::test::TempDir;
@@ -114,4 +118,39 @@ TEST_CASE("hosts are probed at once, and one that does not answer in time counts
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(answered == std::vector<bool>{true, false, false, true, true, true});
   CHECK(seconds < 5);  // the slow host's 20 s were cut at the timeout
+}
+
+TEST_CASE("a host's power and heat: the Pi firmware's flags, the volt alarm, the thermal zone") {
+  TempDir sys;
+  const auto write = [&](const std::string& file, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(sys / file).parent_path());
+    std::ofstream(sys / file) << text << "\n";
+  };
+  CHECK(HostHealth(sys.path).problem().empty());  // a machine that exposes none
+  write("class/thermal/thermal_zone0/temp", "54000");
+  CHECK(HostHealth(sys.path).problem().empty());
+  write("class/thermal/thermal_zone0/temp", "82500");
+  CHECK(HostHealth(sys.path).problem() == "CPU at 82 C");
+  write("class/thermal/thermal_zone0/temp", "54000");
+  write("class/hwmon/hwmon0/name", "rpi_volt");
+  write("class/hwmon/hwmon0/in0_lcrit_alarm", "1");
+  CHECK(HostHealth(sys.path).problem() == "under-voltage now (rpi_volt alarm)");
+
+  // get_throttled, where the Pi kernel has it, wins over the alarm. Under-voltage since boot
+  // (bit 16) that was there at the start says nothing; throttling since, during the run, does.
+  const std::string flags = "devices/platform/soc/soc:firmware/get_throttled";
+  write(flags, "10000");
+  HostHealth health(sys.path);
+  CHECK(health.problem().empty());
+  write(flags, "50000");
+  CHECK(health.problem() == "throttled during this run (get_throttled 0x50000)");
+  write(flags, "50005");
+  CHECK(health.problem() == "under-voltage, throttled now (get_throttled 0x50005)");
+  std::ostringstream err;
+  health.warn_once(err, 3);
+  health.warn_once(err, 3);
+  const std::string said = err.str();
+  CHECK(said.rfind("pitrain: warning: rank 3 on ", 0) == 0);
+  CHECK(said.find("under-voltage, throttled now") != std::string::npos);
+  CHECK(std::count(said.begin(), said.end(), '\n') == 1);  // once
 }

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <exception>
 #include <fstream>
+#include <iostream>
 #include <optional>
 
 #include "pitrain/checkpoint.h"
@@ -15,6 +16,7 @@
 #include "pitrain/evaluate.h"
 #include "pitrain/finite.h"
 #include "pitrain/guard.h"
+#include "pitrain/host_health.h"
 #include "pitrain/run_control.h"
 #include "pitrain/memory.h"
 #include "pitrain/paths.h"
@@ -315,6 +317,7 @@ struct Loop {
   RunControl& control;
   StallWatchdog& watchdog;
   TrainReport& report;
+  HostHealth& health;
   LrSchedule schedule;
   int64_t spe;  // steps an epoch
   BatchLoader loader;
@@ -373,6 +376,7 @@ EpochResult end_epoch(Loop& l, int epoch, EpochMeter& meter, bool save_due) {
       validate(l.threaded, common, l.run.val, l.comm, [&] { l.watchdog.beat(state.step); });
   r.val_loss = v.loss, r.val_accuracy = v.accuracy;
   l.report.end_epoch(r);
+  l.health.warn_once(std::cerr, l.comm.rank());
   state.epoch = epoch, state.epoch_step = 0;
   if (saving) l.control.save(l.o.checkpoint, last);
   return r;
@@ -426,6 +430,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
                                  choice.opts, matrices);
   RunControl control(o, comm, *sync, run.model, *run.opt, run.state, run.train.class_names);
   TrainReport report(out, o, run_info(run, comm, pool, spe, choice), comm.rank() == 0);
+  HostHealth health;
   const float lr = o.lr * choice.opts.inner_lr_scale;
   Loop loop{o,
             comm,
@@ -435,6 +440,7 @@ TrainResult fit(const TrainOptions& o, Comm& comm, std::ostream& out) {
             control,
             watchdog,
             report,
+            health,
             LrSchedule{lr, lr * lr_scale(o.lr_scaling, comm.size()),
                        int64_t(o.warmup_epochs * double(spe))},
             spe,
