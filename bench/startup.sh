@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start-up on the emulated hosts: a 1-step `mlp` job (batch 8 a host), 1 host against N, the
 # two alternating. For each: the job's start-up as pitrain counts it (`startup_seconds`: the
-# slowest rank, from its launch to the first step), its `wall_seconds` (rank 0's launch to its
+# slowest rank, from its launch to the first step), its `job_seconds` (rank 0's launch to its
 # end) and mpirun's time from outside; medians. Root only; needs bench/netns_cluster.sh's tools.
 # usage: bench/startup.sh [--profile P] [--hosts N] [--repeat R] [--host-speed B | --cpu F] [--train-args S]
 #   --profile     wlan (default), wlan-cell, ethernet, gigabit or RATEmbit, as in bench/cluster.sh
@@ -56,12 +56,12 @@ for line in open(runs):
     n, rest = line.split(" ", 1)
     text, outside = rest.rsplit(" ", 1)
     j = json.loads(text)
-    by.setdefault(int(n), []).append((j["startup_seconds"], j["wall_seconds"], float(outside), j["sync_reason"]))
+    by.setdefault(int(n), []).append((j["startup_seconds"], j["job_seconds"], float(outside), j["sync_reason"]))
 med = lambda n, i: statistics.median(r[i] for r in by[n])
 print(f"1-step mlp, {profile}, hosts at {speed}, train {args}; data: {data}; medians of {len(by[1])}\n")
-print("| hosts | start-up s | wall s | mpirun s (outside) |\n|---|---|---|---|")
+print("| hosts | start-up s | job s | mpirun s (outside) |\n|---|---|---|---|")
 for n in (1, hosts):
     print(f"| {n} | {med(n, 0):.2f} | {med(n, 1):.2f} | {med(n, 2):.2f} |")
-print(f"\n{hosts} hosts beyond 1: start-up +{med(hosts, 0) - med(1, 0):.2f} s, wall +{med(hosts, 1) - med(1, 1):.2f} s, "
+print(f"\n{hosts} hosts beyond 1: start-up +{med(hosts, 0) - med(1, 0):.2f} s, job +{med(hosts, 1) - med(1, 1):.2f} s, "
       f"outside +{med(hosts, 2) - med(1, 2):.2f} s; sync: {by[hosts][-1][3]}")
 PY

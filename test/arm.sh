@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Raspberry Pi OS under emulation (not real Pis): cross-builds pitrain for arm64 (64-bit Pi OS) or
-# armhf (32-bit) with Debian's crossbuild-essential and the cross/ machine files, against a target
-# root holding the arm -dev packages (mmdebstrap, cached), then runs under qemu-user (binfmt_misc):
-# the Catch2 unit tests, the MPI test at np 2, and a short real training run whose loss curve it
-# writes to build-<arch>/curve.csv.
+# Debian 12 (bookworm) arm roots under qemu-user: Debian is the base Raspberry Pi OS is built on,
+# but this is not Raspberry Pi OS itself and not real Pis. Cross-builds pitrain for arm64 (64-bit)
+# or armhf (32-bit, ARMv7 with NEON: cross/armhf.ini) with Debian's crossbuild-essential and the
+# cross/ machine files, against a target root of Debian's arm -dev packages (mmdebstrap, cached),
+# then runs under qemu-user (binfmt_misc) the Catch2 unit tests, the MPI test at np 2, and a short
+# real training run whose loss curve it writes to build-<arch>/curve.csv.
 # Usage, as root on Debian 12: test/arm.sh arm64|armhf [--unit]   (--unit: the unit tests only)
 # The root is kept in $PITRAIN_ARM_CACHE (default /var/cache/pitrain-arm), the build in build-<arch>/.
 set -euo pipefail

@@ -6,7 +6,6 @@ namespace pitrain::cli {
 
 int serve(int argc, char** argv, Comm& comm) {
   ServeOptions o;
-  int old_threads = 0;
   cxxopts::Options options =
       command_options("serve", "Play against a model in the browser, and watch training curves");
   options.add_options()("model", "Checkpoint from `pitrain train --checkpoint` (required)",
@@ -20,20 +19,15 @@ int serve(int argc, char** argv, Comm& comm) {
       "connections",
       "Connections open at once (1 to 256), at most 8 from one address, each until it closes or is "
       "idle for 5 s; more wait in a queue",
-      cxxopts::value(o.connections)->default_value(std::to_string(o.connections)),
-      "N")("threads", "Old name of --connections", cxxopts::value(old_threads), "N");
+      cxxopts::value(o.connections)->default_value(std::to_string(o.connections)), "N");
   cxxopts::ParseResult r;
   if (!parse(options, argc, argv, comm, r)) return 0;
   require(comm.size() == 1, "serve: start it without mpirun (one process serves)");
   require(!o.model.empty(), "serve: give --model FILE.h5 (from `pitrain train --checkpoint`)");
   require(o.port >= 0 && o.port <= 65535,
           "serve: --port " + std::to_string(o.port) + ": use 0-65535");
-  require(!r.count("threads") || !r.count("connections"),
-          "serve: --threads is the old name of --connections: give one");
-  if (r.count("threads")) o.connections = old_threads;
   require(o.connections >= 1 && o.connections <= 256,
-          std::string("serve: --") + (r.count("threads") ? "threads " : "connections ") +
-              std::to_string(o.connections) + ": use 1-256");
+          "serve: --connections " + std::to_string(o.connections) + ": use 1-256");
   pitrain::serve(o);
   return 0;
 }

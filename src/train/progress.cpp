@@ -219,7 +219,7 @@ void TrainReport::finish(int64_t epoch, int64_t step, double crowded_share) {
       {"startup_seconds", run_.startup_seconds},
       // rank 0's, from the job's start (PITRAIN_JOB_START) or its launch to now: validation and
       // the checkpoint included
-      {"wall_seconds", seconds_now() - launcher_start_seconds().value_or(process_start_seconds)},
+      {"job_seconds", seconds_now() - launcher_start_seconds().value_or(process_start_seconds)},
       {"epochs", last_.epoch},
       {"model", run_.model_spec},
       {"optimizer", opts_.optimizer},
