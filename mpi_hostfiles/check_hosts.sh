@@ -191,7 +191,7 @@ for host in "${hosts[@]}"; do
   if [ -z "$ifaces" ]; then
     report "$host" network FAIL "no network interface up besides lo"
   elif [[ $ifaces == *,* ]]; then
-    report "$host" network warn "$ifaces are up, and Open MPI uses them all: pick one with --mca btl_tcp_if_include ${lan%.*}.0/24 --mca oob_tcp_if_include ${lan%.*}.0/24, or turn the other off (README, switching between WLAN and Ethernet)"
+    report "$host" network warn "$ifaces are up, and Open MPI uses them all: pick one with --mca btl_tcp_if_include ${lan%.*}.0/24 --mca oob_tcp_if_include ${lan%.*}.0/24, or turn the other off (docs/pis.md, WLAN or Ethernet)"
   else
     report "$host" network ok "$ifaces"
   fi
