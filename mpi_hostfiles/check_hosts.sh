@@ -17,20 +17,23 @@
 # A warning does not stop the run; a failure does, and the script exits 1.
 # test/fresh_hosts.sh runs it on fresh Debian roots, healthy and with broken hosts.
 set -euo pipefail
-usage="usage: check_hosts.sh HOSTFILE --data FILE [--rsh COMMAND] [--no-mpirun]
-  --data FILE    the dataset the runs train on (the same path on every host)
-  --rsh COMMAND  the ssh command (default: ssh), e.g. \"ssh -p 2222\"; mpirun uses it too
-  --no-mpirun    only the checks over ssh, not the training step across the hosts"
+usage="usage: check_hosts.sh HOSTFILE --data FILE [--rsh COMMAND] [--mpirun-args S] [--no-mpirun]
+  --data FILE       the dataset the runs train on (the same path on every host)
+  --rsh COMMAND     the ssh command (default: ssh), e.g. \"ssh -p 2222\"; mpirun uses it too
+  --mpirun-args S   more mpirun arguments for the training step, as the runs will give them,
+                    e.g. \"--mca btl_tcp_if_include wlan0 --mca oob_tcp_if_include wlan0\"
+  --no-mpirun       only the checks over ssh, not the training step across the hosts"
 fail() { echo "check_hosts.sh: $*" >&2; exit 2; }
 [ $# -gt 0 ] && [ "${1#-}" = "$1" ] || fail "name a hostfile first; $usage"
 hostfile=$1
 shift
-data="" rsh=ssh run_mpirun=1
+data="" rsh=ssh run_mpirun=1 mpirun_args=""
 while [ $# -gt 0 ]; do
   case $1 in
-    --data|--rsh) [ $# -ge 2 ] || fail "$1 needs a value; $usage" ;;&
+    --data|--rsh|--mpirun-args) [ $# -ge 2 ] || fail "$1 needs a value; $usage" ;;&
     --data) data=$2; shift ;;
     --rsh) rsh=$2; shift ;;
+    --mpirun-args) mpirun_args=$2; shift ;;
     --no-mpirun) run_mpirun=0 ;;
     *) fail "unknown option $1; $usage" ;;
   esac
@@ -233,8 +236,9 @@ fi
 if [ "$run_mpirun" = 1 ]; then
   start=$SECONDS
   log=$work/mpirun.log
+  read -ra more_args <<<"$mpirun_args"
   if timeout 300 mpirun -np "${#hosts[@]}" --hostfile "$hostfile" --map-by node --bind-to none \
-    --mca plm_rsh_agent "$rsh" "$pitrain" train --data "$data" --epochs 1 --steps-per-epoch 1 \
+    --mca plm_rsh_agent "$rsh" "${more_args[@]}" "$pitrain" train --data "$data" --epochs 1 --steps-per-epoch 1 \
     --threads 1 </dev/null >"$log" 2>&1; then
     echo "mpirun: ok: 1 training step on all ${#hosts[@]} hosts in $((SECONDS - start)) s"
   else

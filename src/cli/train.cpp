@@ -120,8 +120,8 @@ cxxopts::Options train_options(TrainOptions& o) {
                         "RATE")("momentum", "SGD's momentum (with --optimizer sgd only)",
                                 cxxopts::value(o.momentum)->default_value("0"), "M")(
       "lr-scaling",
-      "none; linear: lr x ranks; sqrt: lr x sqrt(ranks); reached by a linear warm-up (cnn with "
-      "Adam on 4 ranks: linear; mlp at batch 8: none)",
+      "none; linear: lr x ranks; sqrt: lr x sqrt(ranks); reached by a linear warm-up (the cnn "
+      "runs of bench/RESULTS.md on 4 ranks use linear)",
       cxxopts::value(o.lr_scaling)->default_value("none"),
       "NAME")("warmup-epochs", "Epochs of the linear warm-up to the --lr-scaling rate",
               cxxopts::value(o.warmup_epochs)->default_value("0"), "EPOCHS");
