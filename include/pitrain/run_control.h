@@ -35,7 +35,7 @@ class StopSignals {
 constexpr int kSaveVote = 1;
 struct Vote {
   int signal = 0;      // 0, kSaveVote, SIGINT or SIGTERM: the largest wins
-  int round_wait = 0;  // SyncStrategy::take_round_wait(): the largest wins
+  int round_cost = 0;  // SyncStrategy::take_round_cost(): the largest wins
 };
 
 // Votes travel on a communicator of their own: MPI matches the nonblocking collectives of a
@@ -52,7 +52,7 @@ class StopVote {
  private:
   Comm& comm_;
   MPI_Comm votes_ = MPI_COMM_NULL;  // comm_'s ranks; MPI_COMM_NULL on one rank
-  int vote_[2] = {0, 0};            // signal, round_wait
+  int vote_[2] = {0, 0};            // signal, round_cost
   MPI_Request request_ = MPI_REQUEST_NULL;
 };
 

@@ -40,20 +40,20 @@ struct SyncOptions {
   // K + overlap_steps steps instead of 2K (Streaming DiLoCo's overlap of tau inner steps).
   int overlap_steps = 0;
   int64_t bucket_bytes = 1 << 20;
-  // Overlapped local SGD (--sync auto): K doubles, up to this, after two rounds in a row made a
-  // rank wait more than a fifth of their time for them to finish (from K = 4 on, two fifths).
-  // 0: K stays as given.
+  // Overlapped local SGD (--sync auto): after two rounds in a row cost a rank over
+  // kSlowRoundCost of its time, rounds are applied at the next round (RoundPace), then K grows,
+  // up to this. 0: K and overlap_steps stay as given.
   int max_sync_every = 0;
 };
 
-// round_wait of a vote when no round was timed (the same on every rank).
+// round_cost of a vote when no round was timed (the same on every rank).
 constexpr int kNotTimed = -1;
 
 // One step, as fit() calls it (`step` is global and 0-based):
 //   backward ... gradients_ready(lo) ... ; reduce_gradients ; optimizer step ; after_update.
 // At an epoch end common_params() or agree(); agree_final() at the last epoch's end or a stop.
 // Where meets_at(step), the run's stop vote (run_control.h) rides on the meeting: it carries
-// take_round_wait() and hands the ranks' largest to pace().
+// take_round_cost() and hands the ranks' largest to pace().
 class SyncStrategy {
  public:
   SyncStrategy() = default;
@@ -80,10 +80,10 @@ class SyncStrategy {
   virtual int sync_every() const { return 1; }
   // Whether the ranks communicate after `step` anyway (every step, or local SGD's rounds).
   virtual bool meets_at(int64_t step) const = 0;
-  // Per mille of this rank's last round spent waiting for it to finish (then kNotTimed until
-  // the next round is timed).
-  virtual int take_round_wait() { return kNotTimed; }
-  // The ranks' largest take_round_wait() at the meeting before, read after `step`: where a
+  // Per mille of this rank's time between its last two rounds spent in their work (then
+  // kNotTimed until the next round is timed).
+  virtual int take_round_cost() { return kNotTimed; }
+  // The ranks' largest take_round_cost() at the meeting before, read after `step`: where a
   // strategy may change K.
   virtual void pace(int64_t, int) {}
 };
@@ -106,27 +106,34 @@ class PerStepSync : public SyncStrategy {
   int64_t started_down_to_;  // gradients [started_down_to_, n) are in flight
 };
 
-// A slow round kept a rank waiting over a fifth of its time (per mille). Overlapped rounds every
-// 4 steps learn about as much as rounds every step, and each doubling past that costs accuracy,
-// so from K = 4 on a round must waste two fifths (bench/sync_accuracy.sh; bench/RESULTS.md,
-// "Final accuracy of the rounds `--sync auto` takes").
-constexpr int kSlowRoundWait = 200, kFreeEvery = 4, kSlowRoundWaitPastFree = 400;
+// A round costs too much where its work takes over this share (per mille) of a rank's time
+// between two rounds: its steps then take over 1.18x the time they take alone. Where the link
+// is fast, that is mostly the CPU the round takes; where it is slow, the waits. Tuned with
+// bench/step_cost.sh (the step on 4 hosts against 1) and checked with bench/cluster.sh (time to a
+// target) and bench/sync_accuracy.sh (final accuracy): bench/RESULTS.md, "Step cost".
+constexpr int kSlowRoundCost = 150;
 
-// Local SGD's K with max_sync_every: doubles (up to max_every) after two votes in a row said
-// the rounds kept a rank waiting over a fifth of their time (two fifths from K = 4 on). Fed the
-// same votes, every rank holds the same K.
+// Local SGD's pace with max_sync_every: after two votes in a row said the rounds cost a rank
+// over kSlowRoundCost, a round applied overlap_steps after its start is applied at the next
+// round instead, and once it is, K grows by a power of two (up to max_every) that the votes'
+// cost says brings it under the bound. Fed the same votes, every rank holds the same pace.
 class RoundPace {
  public:
-  RoundPace(int every, int max_every) : every_(every), max_every_(max_every) {}
+  RoundPace(int every, int delay, int max_every)
+      : every_(every), delay_(delay), max_every_(max_every) {}
   int every() const { return every_; }
-  bool adapts() const { return every_ < max_every_; }  // K may still grow: time the rounds
-  // The largest take_round_wait() of a vote, in the order read; true when K doubled.
-  bool update(int agreed_wait);
+  // Steps from a round's start to its use; 0: at the next round.
+  int delay() const { return delay_; }
+  // The pace may still change: time the rounds.
+  bool adapts() const { return delay_ > 0 ? max_every_ > 0 : every_ < max_every_; }
+  // The largest take_round_cost() of a vote, in the order read; true when K grew.
+  bool update(int agreed_cost);
 
  private:
-  int every_, max_every_;
+  int every_, delay_, max_every_;
   int slow_rounds_ = 0;      // votes in a row that said slow
-  bool stale_vote_ = false;  // the next vote tells of a round of the old K
+  int least_slow_ = 0;       // the smallest cost among them
+  bool stale_vote_ = false;  // the next vote tells of a round of the old pace
 };
 
 // The strategies' names and what each does, as --sync takes them.
@@ -162,9 +169,9 @@ struct SyncChoice {
 // step at most a fifth, a blocking round at most two fifths of its K steps and itself, an
 // overlapped round takes no longer than the steps it hides behind (K, or the 2, 4 or K/2 before
 // it is applied), except int4 every 16, whose wait for what outlasts its 8 steps may cost as much
-// as a blocking round; else the most frugal. Overlapped bf16 and int8 rounds may then double K
-// during the run, up to 32 (max_sync_every). A pure function: every rank that passes the same
-// figures gets the same choice.
+// as a blocking round; else the most frugal. Overlapped full-rank rounds (bf16, int8, int4) may
+// then be applied at the next round and grow K during the run, up to 128 (max_sync_every). A pure
+// function: every rank that passes the same figures gets the same choice.
 SyncChoice choose_sync(const SyncOptions& given, double step_seconds, const LinkTiming& link,
                        int64_t n_params, const std::vector<WireMatrix>& matrices);
 // Times allreduces of one float and of 64 KB (collective), agrees with the other ranks on the

@@ -12,11 +12,15 @@
 // as per-step sync does.
 // An outer optimizer (DiLoCo, Douillard et al., 2023) may move the anchor by more than the mean
 // change: Nesterov momentum over the rounds, which keeps large K accurate.
-// With max_sync_every (--sync auto) K doubles while a rank waits for the overlapped rounds: MPI
-// moves a nonblocking allreduce only inside MPI calls, a few a step, so a round that takes two
-// steps on an idle link may need more steps' worth of calls beside training. The vote takes
-// the longest wait: on the emulated hosts the ranks wait unequally. A rank that is merely
-// slower than the others raises K too (to no gain): hence the cap.
+// With max_sync_every (--sync auto) the rounds grow rarer (RoundPace) while they cost a rank
+// too much: the share of its time between two rounds spent in the rounds' work. That is the
+// waits for a round (MPI moves a nonblocking allreduce only inside MPI calls, a few a step, so a
+// round that takes two steps on an idle link may need more steps' worth of calls beside
+// training), and, where the link is fast, the CPU a round takes: its passes over the
+// parameters, the wire's encoding and reduction, and the MPI and kernel work of its messages in
+// those calls. Under a CPU quota its stops fall into that work in proportion. The vote takes the
+// largest cost: on the emulated hosts the ranks pay unequally. A rank that is merely slower than
+// the others raises K too (it waits for them; to no gain): hence the cap.
 #include <mpi.h>
 
 #include <algorithm>
@@ -26,19 +30,34 @@
 
 namespace pitrain {
 
-// K doubles after two slow rounds in a row (one alone may be a hiccup). The vote read at a round
-// is cast a round before it and tells of the round that finished then: after a change of K, the
-// next one still tells of a round of the old K. Rounds not timed (after an agree) count neither
-// way.
-bool RoundPace::update(int agreed_wait) {
-  if (std::exchange(stale_vote_, false) || every_ >= max_every_ || agreed_wait == kNotTimed)
+// The pace changes after two slow rounds in a row (one alone may be a hiccup). First a round
+// applied a few steps after its start is applied at the next round: one that outlasts the steps
+// before its use keeps the rank waiting. Then K grows by the power of two that brings the
+// smaller of the two costs under kSlowRoundCost, were a round's cost the same at any K (a
+// round's work is the same; the steps between grow). The vote read at a round is cast a round
+// before it and tells of the time between the two rounds before that: after a change, the next
+// one still tells of the old pace. Rounds not timed (after an agreement or a validation) count
+// neither way.
+bool RoundPace::update(int agreed_cost) {
+  if (std::exchange(stale_vote_, false) || !adapts() || agreed_cost == kNotTimed) return false;
+  if (agreed_cost <= kSlowRoundCost) {
+    slow_rounds_ = 0;
     return false;
-  const int slow = every_ < kFreeEvery ? kSlowRoundWait : kSlowRoundWaitPastFree;
-  slow_rounds_ = agreed_wait > slow ? slow_rounds_ + 1 : 0;
+  }
+  least_slow_ = slow_rounds_++ ? std::min(least_slow_, agreed_cost) : agreed_cost;
   if (slow_rounds_ < 2) return false;
-  every_ = std::min(2 * every_, max_every_);
   slow_rounds_ = 0;
   stale_vote_ = true;
+  if (delay_ > 0) {
+    delay_ = 0;
+    return false;
+  }
+  // Cost c at K: c K' / K of (1 - c) K' / K + c at K' = g K stays under the bound b when
+  // c (1 - b) <= g b (1 - c).
+  const int64_t c = least_slow_, b = kSlowRoundCost;
+  int64_t g = 2;
+  while (every_ * g < max_every_ && c * (1000 - b) > g * b * (1000 - c)) g *= 2;
+  every_ = int(std::min<int64_t>(every_ * g, max_every_));
   return true;
 }
 
@@ -50,11 +69,10 @@ class LocalSgd : public SyncStrategy {
            const std::vector<WireMatrix>& matrices)
       : comm_(comm),
         per_step_(comm, n, opts, matrices),
-        pace_(opts.sync_every, opts.overlap ? opts.max_sync_every : 0),
+        pace_(opts.sync_every, opts.overlap_steps, opts.overlap ? opts.max_sync_every : 0),
         warmup_(opts.sync_warmup),
         first_(opts.sync_warmup),
         overlap_(opts.overlap),
-        overlap_steps_(opts.overlap_steps),
         outer_lr_(opts.outer_lr),
         outer_momentum_(opts.outer_momentum),
         anchor_(params, params + n),
@@ -65,7 +83,7 @@ class LocalSgd : public SyncStrategy {
     if (step < warmup_)
       per_step_.gradients_ready(grads, lo, step);
     else
-      per_step_.wire().progress();  // a round in flight
+      busy([&] { per_step_.wire().progress(); });  // a round in flight
   }
 
   // A rank's own gradient is one of P whose mean the averaged steps follow: Adam is told, so
@@ -86,10 +104,12 @@ class LocalSgd : public SyncStrategy {
       }
       return;
     }
-    if (overlap_steps_ > 0 && round_step_ >= 0 && step - round_step_ >= overlap_steps_)
-      finish_round(params, step, pace_.adapts(), false, Residual::in_model);
-    if (round_after(step)) round(params, step, pace_.adapts(), Residual::in_model);
-    per_step_.wire().progress();
+    busy([&] {
+      if (pace_.delay() > 0 && round_step_ >= 0 && step - round_step_ >= pace_.delay())
+        finish_round(params, step, false, Residual::in_model);
+      if (round_after(step)) round(params, step, pace_.adapts(), Residual::in_model);
+      per_step_.wire().progress();
+    });
   }
 
   void agree(float* params, int64_t step) override {
@@ -102,7 +122,7 @@ class LocalSgd : public SyncStrategy {
     }
     // A round cut short (epoch end, checkpoint) says nothing of K.
     round(params, step, false, Residual::in_wire);
-    finish_round(params, step, false, false, Residual::in_wire);
+    finish_round(params, step, false, Residual::in_wire);
     per_step_.wire().progress();
   }
 
@@ -114,7 +134,7 @@ class LocalSgd : public SyncStrategy {
   // sync's (bench/sync_accuracy.sh).
   void agree_final(float* params, int64_t step) override {
     if (step < warmup_) return;
-    finish_round(params, step, false, false, Residual::in_wire);
+    finish_round(params, step, false, Residual::in_wire);
     const std::vector<float>& residual = per_step_.wire().residual();
     for (size_t i = 0; i < anchor_.size(); ++i)
       delta_[i] = params[i] - anchor_[i] + (residual.empty() ? 0.0f : residual[i]);
@@ -133,27 +153,28 @@ class LocalSgd : public SyncStrategy {
   // cell (K = 128) to its target sooner, though a validation later (bench/cluster.sh).
   const float* common_params(float* params, int64_t step) override {
     if (step < warmup_) return params;
-    if (!young_round(step)) finish_round(params, step, false, false, Residual::in_model);
+    if (!young_round(step)) finish_round(params, step, false, Residual::in_model);
+    since_ = -1;  // the validation that follows is not the rounds' cost
     return anchor_.data();
   }
 
   int sync_every() const override { return pace_.every(); }
   bool meets_at(int64_t step) const override { return step < warmup_ || round_after(step); }
 
-  int take_round_wait() override { return std::exchange(round_wait_, kNotTimed); }
+  int take_round_cost() override { return std::exchange(round_cost_, kNotTimed); }
 
-  void pace(int64_t step, int agreed_wait) override {
-    if (pace_.update(agreed_wait)) first_ = step + 1;
+  void pace(int64_t step, int agreed_cost) override {
+    if (pace_.update(agreed_cost)) first_ = step + 1;
   }
 
  private:
-  // Rounds follow every K steps from step first_ on (K and first_ change when K doubles).
+  // Rounds follow every K steps from step first_ on (K and first_ change when K grows).
   bool round_after(int64_t step) const {
     return step >= first_ && (step + 1 - first_) % pace_.every() == 0;
   }
   // A round in flight, to be applied at the next round, that started under K/4 steps before `step`.
   bool young_round(int64_t step) const {
-    return overlap_steps_ == 0 && round_step_ >= 0 && 4 * (step - round_step_) < pace_.every();
+    return pace_.delay() == 0 && round_step_ >= 0 && 4 * (step - round_step_) < pace_.every();
   }
 
   // Where a finished round leaves its residual: in this rank's model while training, in the
@@ -161,18 +182,37 @@ class LocalSgd : public SyncStrategy {
   enum class Residual { in_model, in_wire };
 
   // Applies the round in flight, if any, and starts one of what was learnt since the anchor.
-  // `timed`: measure how long the round in flight kept this rank waiting (round_wait_).
+  // `timed`: measure the rounds' share of the time since the last timed round (round_cost_);
+  // untimed, the next round is not measured either.
   void round(float* params, int64_t step, bool timed, Residual residual) {
     if (step == started_after_) return;
+    time_round(timed);
     if (round_step_ >= 0) {
-      finish_round(params, step, timed, true, residual);
+      finish_round(params, step, true, residual);
     } else {
       for (size_t i = 0; i < anchor_.size(); ++i) delta_[i] = params[i] - anchor_[i];
     }
-    round_started_at_ = MPI_Wtime();
     per_step_.wire().start(delta_.data(), 0, int64_t(delta_.size()));
     round_step_ = started_after_ = step;
-    if (!overlap_) finish_round(params, step, false, false, residual);
+    if (!overlap_) finish_round(params, step, false, residual);
+  }
+
+  // The share of the time from the last timed round's start to this one's spent in the rounds'
+  // work (busy_).
+  void time_round(bool timed) {
+    const double now = MPI_Wtime();
+    if (timed && since_ >= 0)
+      round_cost_ = int(1000 * std::min(1.0, (busy_ - busy_since_) / std::max(now - since_, 1e-9)));
+    since_ = timed ? now : -1;
+    busy_since_ = busy_;
+  }
+
+  // Runs `work`, a part of the rounds' work while training, and adds its seconds to busy_.
+  template <class Work>
+  void busy(Work&& work) {
+    const double t0 = MPI_Wtime();
+    work();
+    busy_ += MPI_Wtime() - t0;
   }
 
   // New anchor = old anchor + the outer step from the mean of what was sent. A rank that took
@@ -181,13 +221,9 @@ class LocalSgd : public SyncStrategy {
   // what the round did not carry of its own change (`where`). `restart`: also take what was
   // learnt since the new anchor, for the round that starts now, in the same pass (a round's
   // element-wise work is passes over memory, which a Pi has little of).
-  void finish_round(float* params, int64_t step, bool timed, bool restart, Residual where) {
+  void finish_round(float* params, int64_t step, bool restart, Residual where) {
     if (round_step_ < 0) return;
-    const double waited = comm_.mpi_seconds();
     const std::vector<float>& mean = per_step_.wire().finish();
-    if (timed)
-      round_wait_ = int(1000 * (comm_.mpi_seconds() - waited) /
-                        std::max(MPI_Wtime() - round_started_at_, 1e-9));
     const std::vector<float>& residual = per_step_.wire().residual();
     const float* kept =
         where == Residual::in_model && !residual.empty() ? residual.data() : nullptr;
@@ -229,15 +265,18 @@ class LocalSgd : public SyncStrategy {
   RoundPace pace_;
   int64_t warmup_, first_;
   bool overlap_;
-  int overlap_steps_;  // apply a round this many steps after its start (0: at the next round)
   float outer_lr_, outer_momentum_;
   std::vector<float> anchor_, delta_;  // (n) the last common parameters; what this rank sent
   std::vector<float> momentum_;  // (n) the outer momentum, the same on every rank; empty without
   int64_t started_after_ = -1;   // the last step after which a round started
   int64_t round_step_ = -1;      // the step whose round is in flight; -1: none
   int64_t kept_at_ = -1;  // the last step whose blocking round left its residual in the model
-  double round_started_at_ = 0;  // MPI_Wtime() of its start
-  int round_wait_ = kNotTimed;   // per mille of the last round's time spent in its finish
+  // Seconds of the rounds' work while training: their passes, encoding and MPI calls, which
+  // wait for the rounds and move them on.
+  double busy_ = 0;
+  double since_ = -1;           // MPI_Wtime() of the last timed round's start; -1: none
+  double busy_since_ = 0;       // busy_ then
+  int round_cost_ = kNotTimed;  // per mille of the time between the last two rounds (time_round)
 };
 
 }  // namespace

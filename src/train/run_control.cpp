@@ -45,7 +45,7 @@ Vote StopVote::exchange(Vote local) {
     comm_.wait(request_);
     agreed = {vote_[0], vote_[1]};
   }
-  vote_[0] = local.signal, vote_[1] = local.round_wait;
+  vote_[0] = local.signal, vote_[1] = local.round_cost;
   comm_.start_allreduce(MPI_IN_PLACE, vote_, 2, MPI_INT, MPI_MAX, &request_, votes_);
   return agreed;
 }
@@ -88,8 +88,8 @@ StepDecision RunControl::after_step(int64_t step) {
   if (!local && comm_.rank() == 0 && o_.checkpoint_seconds && !clock_asked_ &&
       seconds_now() - last_save_ >= o_.checkpoint_seconds)
     local = kSaveVote, clock_asked_ = true;
-  const Vote agreed = vote_.exchange({local, sync_.take_round_wait()});
-  sync_.pace(step, agreed.round_wait);
+  const Vote agreed = vote_.exchange({local, sync_.take_round_cost()});
+  sync_.pace(step, agreed.round_cost);
   if (agreed.signal == kSaveVote) clock_asked_ = false;
   if (agreed.signal > kSaveVote) return {agreed.signal, false};
   return {0, agreed.signal == kSaveVote || by_steps};
