@@ -18,8 +18,14 @@ pitrain=${PITRAIN:-$here/../build/pitrain}
 fail() { echo "download_quickdraw.sh: $*" >&2; exit 1; }
 [ -f "$list" ] || fail "$list: no such class list"
 [[ $max =~ ^[1-9][0-9]*$ ]] || fail "MAX_PER_CLASS must be a positive number of drawings, not '$max'"
-mapfile -t classes < <(sed 's/#.*//; s/^ *//; s/ *$//' "$list" | grep -v '^$')
+mapfile -t classes < <(sed 's/\r$//; s/#.*//; s/^ *//; s/ *$//' "$list" | grep -v '^$')
 [ "${#classes[@]}" -gt 0 ] || fail "$list names no class"
+# A class name becomes a file name and part of a URL: only what Quick Draw's names are made of
+# (then a space is the one character to encode).
+for class in "${classes[@]}"; do
+  [[ $class =~ ^[A-Za-z0-9\ _-]+$ ]] ||
+    fail "$list: class name '$(printf %q "$class")' has a character outside letters, digits, space, _ and -"
+done
 
 # npy_rows FILE: checks a .npy header (uint8, C order, (N, 784)) and prints "N HEADER_BYTES".
 npy_rows() {

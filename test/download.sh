@@ -50,4 +50,22 @@ fi
 kill $server
 cat "$work/err"
 grep -q "apple: cannot fetch the first 4096 bytes of http://127.0.0.1:$port/apple.npy (a server without range requests?)" "$work/err"
+
+# A class name that leaves the folder, or that a URL would carry as something else, is refused
+# before anything is fetched or written; a CRLF list's \r is no part of a name.
+mkdir -p "$work/deep/a/b"
+for bad in '../../OUTSIDE' 'apple?x=1' 'a%2fb'; do
+  printf 'apple\r\n%s\r\n' "$bad" >"$work/bad.txt"
+  if QUICKDRAW_URL=file://$work/bucket QUICKDRAW_DIR=$work/deep/a/b bash "$here/datasets/download_quickdraw.sh" \
+    "$work/bad.txt" 5 2>"$work/err"; then
+    echo "class name $bad was accepted"; exit 1
+  fi
+  cat "$work/err"
+  grep -q "has a character outside letters, digits, space, _ and -" "$work/err"
+  [ -z "$(find "$work/deep" -name '*.npy*')" ] || { echo "class name $bad: files were written"; exit 1; }
+done
+printf 'apple\r\n' >"$work/crlf.txt"
+QUICKDRAW_URL=file://$work/bucket QUICKDRAW_DIR=$work/crlf bash "$here/datasets/download_quickdraw.sh" \
+  "$work/crlf.txt" 5 >/dev/null 2>"$work/err" || true  # one class: prepare refuses the list
+[ -s "$work/crlf/quickdraw/apple.npy" ] || { echo "a CRLF class list fetched no apple.npy"; cat "$work/err"; exit 1; }
 echo "download: ok"

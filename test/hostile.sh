@@ -141,6 +141,34 @@ hostile "bomb.npy: holds more than the 7840 bytes of data its header declares (1
 hostile "train-images-idx3-ubyte.gz: holds more than the 7840 bytes of data its header declares" \
   prepare --idx "$in/bomb/idx" --out "$work/bomb.h5"
 
+echo "issue 85, 3 and 5. class names from a file, repeated path options"
+hostile "names-escape.h5: attribute class_names: class name 0 ('a\\x1b]0;pwned\\x07') holds a control character" \
+  train --data "$in/data/names-escape.h5"
+! grep -q $'\x1b' "$work/err" || fail "a class name's escape sequence reached the terminal"
+hostile "names-c1.h5: attribute class_names: class name 0 ('a\\xc2\\x9b2J') holds a control character" \
+  train --data "$in/data/names-c1.h5"
+hostile "names-latin1.h5: attribute class_names: class name 0 ('caf\\xe9') holds a control character or is not UTF-8" \
+  train --data "$in/data/names-latin1.h5"
+hostile "names-long.h5: attribute class_names: class name 0 has 300 bytes; at most 256" train --data "$in/data/names-long.h5"
+hostile "names-many.h5: attribute class_names: 1000000 class names; at most 65536" train --data "$in/data/names-many.h5"
+hostile "names-40000-dup.h5: attribute class_names: class name '0' is given twice (labels 0 and 40000)" \
+  train --data "$in/data/names-40000-dup.h5"
+hostile "$in/ckpt/classes-escape.h5: attribute class_names: class name 0 ('a\\x1b]0;pwned\\x07')" \
+  predict --model "$in/ckpt/classes-escape.h5" "$in/good.pgm"
+! grep -q $'\x1b' "$work/err" || fail "a checkpoint's class name escape sequence reached the terminal"
+"$PITRAIN" train --data "$in/data/names-utf8.h5" --model mlp --steps-per-epoch 1 --threads 1 >"$work/stdout" 2>&1 \
+  && echo "ok: UTF-8 class names train" || { fail "UTF-8 class names were refused"; head -n 3 "$work/stdout"; }
+hostile "--classes: class name '../../OUT' cannot name a .npy file in --npy" \
+  prepare --npy "$in/npy" --classes "a,../../OUT" --out "$work/out/x.h5"
+hostile "predict: --model is given 2 times; give it once" predict --model "$in/m.h5" --model "$in/tiny.h5" "$in/good.pgm"
+hostile "train: --checkpoint is given 2 times; give it once" \
+  train --data "$in/d.h5" --checkpoint "$work/out/a.h5" --checkpoint="$work/out/b.h5"
+echo "localhost slots=2" >"$work/out/hosts"
+"$PITRAIN" elastic --hostfile "$work/out/hosts" -- train --data "$in/d.h5" --checkpoint "$work/out/a.h5" \
+  --checkpoint "$work/out/b.h5" --checkpoint-seconds 5 >/dev/null 2>"$work/err"
+[ $? -eq 2 ] && grep -q "elastic: --checkpoint is given 2 times in the train arguments; give it once" "$work/err" \
+  && echo "ok: elastic refuses a repeated --checkpoint" || { fail "elastic with two --checkpoint"; cat "$work/err"; }
+
 echo "10. predict reads a .npy a batch at a time: a million rows in the memory of a few"
 /usr/bin/time -f "%M" -o "$work/peak" timeout 120 "$PITRAIN" predict --model "$in/tiny.h5" "$in/million/zeros.npy" \
   2>"$work/err" | wc -l >"$work/rows"

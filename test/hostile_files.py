@@ -114,9 +114,9 @@ for tag, n in (("1e9", 10**9), ("3e6", 3 * 10**6), ("short", 7)):
 
 
 # Datasets that lie or hold what train would misread.
-def dataset(name, train_images=None, train_labels=None, **create):
-    with h5py.File(path("data", name + ".h5"), "w") as f:
-        f.attrs["class_names"] = [b"a", b"b", b"c"]
+def dataset(name, train_images=None, train_labels=None, class_names=(b"a", b"b", b"c"), **create):
+    with h5py.File(path("data", name + ".h5"), "w", libver="latest") as f:  # attributes past 64 KB
+        f.attrs["class_names"] = list(class_names)
         for split, n in (("train", 60), ("val", 20)):
             f[f"{split}/images"] = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
             f[f"{split}/labels"] = np.arange(n, dtype=np.int32) % 3
@@ -140,6 +140,15 @@ def sparse(n):  # a shape of n images, chunked, nothing written: a few KB on dis
 
 for n in (3 * 10**6, 10**8):
     sparse(n)(f"sparse-{n}")
+# Class names a terminal would run, too long, too many, not UTF-8, or repeated far apart.
+dataset("names-escape", class_names=[b"a\x1b]0;pwned\x07", b"b\x1b[2J", b"c"])
+dataset("names-c1", class_names=[b"a\xc2\x9b2J", b"b", b"c"])
+dataset("names-latin1", class_names=[b"caf\xe9", b"b", b"c"])
+dataset("names-long", class_names=[b"a" * 300, b"b", b"c"])
+dataset("names-many", class_names=[str(i).encode() for i in range(1000000)])
+dataset("names-40000-dup", class_names=[str(i).encode() for i in range(40000)] + [b"0"])
+dataset("names-utf8", class_names=["café".encode(), "Äpfel".encode(), "梨".encode()])
+checkpoint("classes-escape", set_attr("class_names", [b"a\x1b]0;pwned\x07", b"b", b"c"]))
 dataset("int8", train_images=rng.integers(-128, 128, (60, 28, 28), dtype=np.int8))
 dataset("lzf", train_images=rng.integers(0, 256, (60, 28, 28), dtype=np.uint8), compression="lzf")
 for tag, value in (("2pow32", 2**32), ("neg", -1), ("big", 2**62)):

@@ -14,6 +14,7 @@
 #include "pitrain/error.h"
 #include "pitrain/h5.h"
 #include "pitrain/memory.h"
+#include "pitrain/paths.h"
 #include "pitrain/prepare.h"
 
 using namespace pitrain;
@@ -305,6 +306,38 @@ TEST_CASE("prepare: IDX train and test sets become /train and /val") {
   CHECK(counts[2].val == 1);
   o.classes = {"a", "b"};
   require_error([&] { prepare_dataset(o); }, "label 2 but only 2 class names");
+}
+
+TEST_CASE("temp names: those temp_path_beside makes are its own, no other file's") {
+  const std::string path = "/runs/m.h5";
+  const std::string made = std::filesystem::path(temp_path_beside(path)).filename().string();
+  CHECK(is_temp_name_of(made, path));
+  CHECK(is_temp_name_of("m.h5.tmp.123.0123456789abcdef", path));
+  for (const char* other :
+       {"m.h5.tmp.notes", "m.h5.tmp.123.0123456789abcde", "m.h5.tmp.12x.0123456789abcdef",
+        "m.h5.tmp.123.0123456789ABCDEF", "m.h5.tmp..0123456789abcdef", "m.h5",
+        "n.h5.tmp.123.0123456789abcdef", "m.h5.tmp.123.0123456789abcdef.keep"})
+    CHECK_FALSE(is_temp_name_of(other, path));
+}
+
+TEST_CASE("class names: printable UTF-8, bounded, each once") {
+  CHECK(class_names_problem({"apple", "hot dog", "caf\xc3\xa9", "\xe6\xa2\xa8"}).empty());
+  CHECK(class_names_problem({"a\x1b[2J", "b"}).find("('a\\x1b[2J') holds a control character") !=
+        std::string::npos);
+  CHECK_FALSE(class_names_problem({"a\xc2\x9b", "b"}).empty());         // C1 CSI
+  CHECK_FALSE(class_names_problem({"caf\xe9", "b"}).empty());           // Latin-1
+  CHECK_FALSE(class_names_problem({"\xc0\xaf", "b"}).empty());          // overlong '/'
+  CHECK_FALSE(class_names_problem({"\xed\xa0\x80", "b"}).empty());      // a surrogate
+  CHECK_FALSE(class_names_problem({"\xf5\x80\x80\x80", "b"}).empty());  // past U+10FFFF
+  CHECK_FALSE(class_names_problem({std::string(kMaxClassNameBytes + 1, 'a'), "b"}).empty());
+  CHECK(class_names_problem({std::string(kMaxClassNameBytes, 'a'), "b"}).empty());
+  std::vector<std::string> many;
+  for (int i = 0; i <= kMaxClasses; ++i) many.push_back(std::to_string(i));
+  CHECK(class_names_problem(many).find("at most") != std::string::npos);
+  many.pop_back();
+  CHECK(class_names_problem(many).empty());
+  many.back() = "7";
+  CHECK(class_names_problem(many) == "class name '7' is given twice (labels 7 and 65535)");
 }
 
 TEST_CASE("slices for P = 1..5 cover every row exactly once, sizes within one") {

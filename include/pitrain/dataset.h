@@ -51,8 +51,11 @@ inline int64_t row_bytes(const Shape& image) { return image.size() + 2 * int64_t
 // What a rank may hold of its data by default (--data-memory): a small set stays in memory.
 constexpr int64_t kDefaultDataMemory = int64_t(128) << 20;
 
-// What is wrong with a list of class names (fewer than two, an empty one, one named twice), or ""
-// when nothing is: a dataset file, a checkpoint and prepare's --classes all need a usable list.
+// What is wrong with a list of class names, or "" when nothing is: fewer than two or over
+// kMaxClasses, one empty, over kMaxClassNameBytes, not UTF-8 or holding a control character
+// (printed, it could drive the terminal), one named twice. A dataset file, a checkpoint and
+// prepare's --classes all need a usable list.
+constexpr int kMaxClasses = 1 << 16, kMaxClassNameBytes = 256;
 std::string class_names_problem(const std::vector<std::string>& names);
 
 // This rank's rows of `split` ("train" or "val"), with shapes, dtypes and the label range checked

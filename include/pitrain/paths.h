@@ -22,6 +22,8 @@ void check_output(const std::string& flag, const std::string& path,
 // launch may still be writing the same output; create the file exclusively (O_EXCL, H5F_ACC_EXCL),
 // so that a name in use fails instead of being shared.
 std::string temp_path_beside(const std::string& path);
+// Whether `name` (a file name, no folder) is one temp_path_beside(path) could have made.
+bool is_temp_name_of(const std::string& name, const std::string& path);
 
 // Puts the finished `tmp` in place of `path`, durably: tmp's data reach the disk before the
 // rename, and the rename before this returns (a Pi loses power: the file is the old or the new

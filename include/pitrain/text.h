@@ -13,6 +13,22 @@ inline std::string format_number(const char* format, double v) {
   return text;
 }
 
+// `text` from a file, safe to print: control bytes (terminal escapes among them), DEL and bytes
+// past ASCII as \xNN, so that a message never moves the cursor or retitles the terminal.
+inline std::string escaped(const std::string& text) {
+  std::string out;
+  for (const unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += char(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 // JSON text of j (nlohmann::json or ordered_json). Bytes that are not UTF-8 (a file name on a
 // Latin-1 system, a URL's %FF) become U+FFFD instead of an exception.
 template <class Json>

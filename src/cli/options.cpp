@@ -8,6 +8,10 @@ namespace pitrain::cli {
 namespace {
 
 const std::string kProgram = "pitrain ";
+// The options that name a file or folder, in any command.
+const char* const kPathFlags[] = {"data",    "checkpoint", "resume",       "model",
+                                  "log",     "out",        "npy",          "idx",
+                                  "classes", "hostfile",   "progress-file"};
 
 }  // namespace
 
@@ -40,6 +44,12 @@ bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks,
   }
   if (!result.unmatched().empty())
     throw UsageError(command + ": unexpected argument '" + result.unmatched()[0] + "'" + see);
+  // The parser keeps the last of a repeated option; for a file the user meant one of them, and
+  // a wrapper (elastic) may read another: refuse.
+  for (const char* flag : kPathFlags)
+    if (result.count(flag) > 1)
+      throw UsageError(command + ": --" + flag + " is given " + std::to_string(result.count(flag)) +
+                       " times; give it once");
   return true;
 }
 

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <unordered_map>
 
 #include "pitrain/comm.h"
 #include "pitrain/error.h"
 #include "pitrain/h5.h"
 #include "pitrain/image_files.h"
 #include "pitrain/rng.h"
+#include "pitrain/text.h"
 
 namespace pitrain {
 
@@ -15,15 +17,48 @@ std::pair<int64_t, int64_t> slice_bounds(int64_t n, int rank, int size) {
   return {n * rank / size, n * (rank + 1) / size};
 }
 
+namespace {
+
+// The length of the UTF-8 sequence that starts `text` at i, if it is one and encodes no control
+// character (C0, DEL, C1: terminal escapes); else 0.
+size_t printable_utf8_at(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return k < text.size() ? (unsigned char)text[k] : 0u; };
+  const unsigned lead = byte(i);
+  if (lead >= 0x20 && lead < 0x7f) return 1;
+  const size_t n = lead >= 0xf5 ? 0 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc2 ? 2 : 0;
+  if (n == 0) return 0;
+  unsigned code = lead & (0x7f >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    code = code << 6 | (byte(i + k) & 0x3f);
+  }
+  const unsigned least[] = {0, 0, 0xa0, 0x800, 0x10000};  // 2 bytes: past C1
+  const bool ok = code >= least[n] && code <= 0x10ffff && !(code >= 0xd800 && code < 0xe000);
+  return ok ? n : 0;
+}
+
+}  // namespace
+
 std::string class_names_problem(const std::vector<std::string>& names) {
   if (names.size() < 2)
     return std::to_string(names.size()) + " class name(s); a classifier needs at least 2";
+  if (names.size() > size_t(kMaxClasses))
+    return std::to_string(names.size()) + " class names; at most " + std::to_string(kMaxClasses);
+  std::unordered_map<std::string, size_t> seen;
   for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i].empty()) return "class name " + std::to_string(i) + " is empty";
-    for (size_t j = 0; j < i; ++j)
-      if (names[j] == names[i])
-        return "class name '" + names[i] + "' is given twice (labels " + std::to_string(j) +
-               " and " + std::to_string(i) + ")";
+    const std::string& name = names[i];
+    if (name.empty()) return "class name " + std::to_string(i) + " is empty";
+    if (name.size() > size_t(kMaxClassNameBytes))
+      return "class name " + std::to_string(i) + " has " + std::to_string(name.size()) +
+             " bytes; at most " + std::to_string(kMaxClassNameBytes);
+    for (size_t at = 0, n; at < name.size(); at += n)
+      if ((n = printable_utf8_at(name, at)) == 0)
+        return "class name " + std::to_string(i) + " ('" + escaped(name) +
+               "') holds a control character or is not UTF-8";
+    const auto [first, fresh] = seen.emplace(name, i);
+    if (!fresh)
+      return "class name '" + name + "' is given twice (labels " + std::to_string(first->second) +
+             " and " + std::to_string(i) + ")";
   }
   return "";
 }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "pitrain/error.h"
@@ -65,6 +66,18 @@ std::string temp_path_beside(const std::string& path) {
   std::snprintf(suffix, sizeof suffix, ".tmp.%ld.%016llx", long(::getpid()),
                 (unsigned long long)tag);
   return path + suffix;
+}
+
+bool is_temp_name_of(const std::string& name, const std::string& path) {
+  const std::string prefix = std::filesystem::path(path).filename().string() + ".tmp.";
+  if (name.rfind(prefix, 0) != 0) return false;
+  const std::string rest = name.substr(prefix.size());  // <pid>.<16 hex>
+  const size_t dot = rest.find('.');
+  auto all_of = [](const std::string& s, const char* set) {
+    return !s.empty() && s.find_first_not_of(set) == std::string::npos;
+  };
+  return dot != std::string::npos && all_of(rest.substr(0, dot), "0123456789") &&
+         rest.size() - dot - 1 == 16 && all_of(rest.substr(dot + 1), "0123456789abcdef");
 }
 
 void replace_durably(const std::string& tmp, const std::string& path, bool durable) {

@@ -18,6 +18,7 @@
 #include "pitrain/image_files.h"
 #include "pitrain/paths.h"
 #include "pitrain/rng.h"
+#include "pitrain/text.h"
 
 namespace pitrain {
 namespace {
@@ -277,6 +278,10 @@ std::vector<std::string> parse_class_list(const std::string& text_or_file) {
   return names;
 }
 
+// What a Quick Draw class name (and so a <class>.npy file's name) is made of.
+constexpr const char* kNpyClassNameChars =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-";
+
 std::vector<std::string> npy_class_names(const std::string& dir) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -313,6 +318,11 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
       names = npy_class_names(o.npy_dir);
     std::vector<NpyInput> npy;
     for (const auto& name : names) {
+      // The name becomes a file name: nothing that leaves --npy or that a class has not.
+      if (name.find_first_not_of(kNpyClassNameChars) != std::string::npos)
+        throw UsageError(
+            "--classes: class name '" + escaped(name) +
+            "' cannot name a .npy file in --npy; use letters, digits, spaces, _ and -");
       const std::string file = o.npy_dir + "/" + name + ".npy";
       inputs.push_back({"--npy", file});
       const ArrayRows header(file, npy_image_layout);  // the header alone

@@ -43,13 +43,21 @@ const char* signal_name(int sig) {
 
 void say(const std::string& line) { std::cerr << "pitrain elastic: " << line << std::endl; }
 
-// The value of `--flag X` or `--flag=X` in args ("" when absent).
+// The value of `--flag X` or `--flag=X` in args ("" when absent). A flag given twice is refused:
+// train takes the last, and elastic must watch the file train writes.
 std::string flag_value(const std::vector<std::string>& args, const std::string& flag) {
+  std::string value;
+  int given = 0;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == flag && i + 1 < args.size()) return args[i + 1];
-    if (args[i].rfind(flag + "=", 0) == 0) return args[i].substr(flag.size() + 1);
+    if (args[i] == flag && i + 1 < args.size())
+      value = args[i + 1], ++given;
+    else if (args[i].rfind(flag + "=", 0) == 0)
+      value = args[i].substr(flag.size() + 1), ++given;
   }
-  return "";
+  if (given > 1)
+    throw UsageError("elastic: " + flag + " is given " + std::to_string(given) +
+                     " times in the train arguments; give it once");
+  return value;
 }
 
 std::vector<std::string> without_flag(const std::vector<std::string>& args,
@@ -150,17 +158,18 @@ void end_launch() {
   }
 }
 
-// A rank 0 killed while writing a checkpoint leaves FILE.tmp.<pid>.<random> behind
+// A rank 0 killed while writing a checkpoint leaves FILE.tmp.<pid>.<16 hex> behind
 // (temp_path_beside): once every process of the launch has exited, such files on this machine
-// are leftovers, and an SD card would collect one at every failed launch.
+// are leftovers, and an SD card would collect one at every failed launch. Only names of that
+// form go: FILE.tmp.notes is the user's.
 void remove_checkpoint_leftovers(const std::string& checkpoint) {
   namespace fs = std::filesystem;
   const fs::path path(checkpoint);
-  const std::string prefix = path.filename().string() + ".tmp.";
   std::error_code error;
   const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
   for (const auto& entry : fs::directory_iterator(folder, error))
-    if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove(entry.path(), error);
+    if (is_temp_name_of(entry.path().filename().string(), checkpoint))
+      fs::remove(entry.path(), error);
 }
 
 // What one launch came to.
