@@ -314,5 +314,38 @@ else
   fail "elastic with a rank that did not arrive: exit $rc, next hostfile '$(cat "$fake/hosts.1" 2>/dev/null)'"; cat "$fake/stalls.out"
 fi
 
+# A full disk (a 4 MB file-size limit, the least under which MPI starts; SIGXFSZ ignored, so that
+# writes fail with EFBIG as on a full disk; one process: mpirun's children take signals back to
+# their defaults): prepare and a checkpoint each exit 1 naming the user's file, leave the file
+# there as it was and no part of the new one.
+full_disk() {  # EXPECTED_FILE COMMAND...: run under the limit, check as above
+  local file=$1; shift
+  local before rc
+  before=$(md5sum <"$file")
+  (ulimit -f 4096; trap '' XFSZ; exec "$PITRAIN" "$@" </dev/null >"$work/full.out" 2>"$work/full.err")
+  rc=$?
+  if [ "$rc" -eq 1 ] && [ "$(md5sum <"$file")" = "$before" ] &&
+    grep -qx "pitrain: error: $file: .*; $file is left as it was" "$work/full.err" &&
+    [ -z "$(ls "$file".tmp.* 2>/dev/null)" ]; then
+    ok "a full disk under $1: exit 1, $file as it was"
+  else
+    fail "a full disk under $1: exit $rc, $(ls "$file"* | tr '\n' ' ')"; cat "$work/full.err"
+  fi
+}
+mkdir "$work/big"  # 6000 images: 4.7 MB
+python3 - "$work/big" <<'PY'
+import os, struct, sys
+for name, n in (("train", 6000), ("t10k", 100)):
+    with open(os.path.join(sys.argv[1], name + "-images-idx3-ubyte"), "wb") as f:
+        f.write(struct.pack(">BBBBIII", 0, 0, 8, 3, n, 28, 28) + os.urandom(n * 784))
+    with open(os.path.join(sys.argv[1], name + "-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">BBBBI", 0, 0, 8, 1, n) + bytes(i % 3 for i in range(n)))
+PY
+cp "$work/d.h5" "$work/old.h5"
+full_disk "$work/old.h5" prepare --idx "$work/big" --out "$work/old.h5" --classes a,b,c
+echo "an earlier checkpoint" >"$work/old-ckpt.h5"
+full_disk "$work/old-ckpt.h5" train --data "$work/d.h5" --model "flatten dense(1024,relu) dense(classes,softmax)" \
+  --epochs 1 --steps-per-epoch 2 --threads 1 --checkpoint "$work/old-ckpt.h5"
+
 echo "failures: $failures failure(s)"
 [ "$failures" -eq 0 ]

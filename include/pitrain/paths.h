@@ -2,6 +2,7 @@
 // run's input files (which writing it would destroy), and its folder must be writable. Written
 // beside and then put in place: the old file survives any crash.
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,6 +32,12 @@ bool is_temp_name_of(const std::string& name, const std::string& path);
 // which a reader must never see half written, but which may be lost). On failure tmp is removed
 // and an Error names `path`.
 void replace_durably(const std::string& tmp, const std::string& path, bool durable = true);
+
+// Runs `write` on a new name beside `path` (temp_path_beside; `write` creates the file) and puts
+// the finished file in place (replace_durably): a failure (a full disk) leaves a file already at
+// `path` as it was and no part of the new one. An Error from `write` is given again with `path`
+// for the temporary name and what became of `path`.
+void write_beside(const std::string& path, const std::function<void(const std::string&)>& write);
 
 // Writes `data` to a new file of temp_path_beside(path), created exclusively, and puts it in place
 // (replace_durably). An Error names `path` and the fix.

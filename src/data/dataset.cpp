@@ -208,6 +208,7 @@ void write_attributes(h5::File& f, const std::vector<std::string>& class_names,
                       const std::map<std::string, std::string>& provenance) {
   f.set_attr("class_names", class_names);
   for (auto& [k, v] : provenance) f.set_attr(k, v);
+  f.flush();  // a full disk shows here, not in the close, whose failure nothing reports
 }
 
 void check_same_dataset(Comm& comm, const std::string& path, const std::string& split,

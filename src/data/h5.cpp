@@ -13,8 +13,12 @@ namespace {
 
 // HDF5 prints its error stack to stderr by default; we report our own one-line errors instead.
 // A thread-safe HDF5 keeps that setting per thread: the stream's and the checkpoint writer's too.
+// Also no clean-up of HDF5's own at exit: after an error it would close files the program left
+// open while it unwinds (a full disk's half-written one) and could crash in doing so; every
+// file here is closed by its owner.
 void silence_hdf5() {
-  static thread_local const bool done = (H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr), true);
+  static thread_local const bool done =
+      (H5dont_atexit(), H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr), true);
   (void)done;
 }
 

@@ -96,6 +96,24 @@ void replace_durably(const std::string& tmp, const std::string& path, bool durab
   if (durable) fsync_path(folder_of(path));  // the rename, where a folder can be synced
 }
 
+void write_beside(const std::string& path, const std::function<void(const std::string&)>& write) {
+  const std::string tmp = temp_path_beside(path);
+  const bool had = std::filesystem::exists(path);
+  try {
+    write(tmp);
+  } catch (const Error& e) {
+    std::remove(tmp.c_str());
+    std::string message = e.what();
+    for (size_t at; (at = message.find(tmp)) != std::string::npos;)
+      message.replace(at, tmp.size(), path);
+    throw Error(message + "; " + path + (had ? " is left as it was" : " is not written"));
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  replace_durably(tmp, path);
+}
+
 void write_file_atomically(const std::string& path, std::string_view data, bool durable) {
   const std::string tmp = temp_path_beside(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

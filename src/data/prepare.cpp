@@ -206,8 +206,8 @@ std::vector<ClassCount> class_counts(const std::string& path,
 // --npy: the classes' kept rows shuffled, the first val_fraction of them to /val. Held in
 // memory where they fit o.memory, else spilled to buckets of a quarter of it first, each read back
 // and shuffled alone.
-void write_npy_dataset(const PrepareOptions& o, const std::vector<NpyInput>& inputs,
-                       const std::vector<std::string>& names,
+void write_npy_dataset(const PrepareOptions& o, const std::string& path,
+                       const std::vector<NpyInput>& inputs, const std::vector<std::string>& names,
                        const std::map<std::string, std::string>& provenance) {
   int64_t total = 0;
   for (const auto& in : inputs) total += in.keep;
@@ -228,16 +228,16 @@ void write_npy_dataset(const PrepareOptions& o, const std::vector<NpyInput>& inp
       all.images.insert(all.images.end(), row, row + pixels);
       all.labels.push_back(label);
     });
-    out = std::make_unique<DatasetWriter>(o.out, n_val, total - n_val, image);
+    out = std::make_unique<DatasetWriter>(path, n_val, total - n_val, image);
     for (int64_t row : shuffled_order(size_t(total), key))
       out->add(&all.images[size_t(row * pixels)], all.labels[size_t(row)]);
   } else {
     const int64_t bucket_bytes = std::max<int64_t>(1, o.memory / 4);
-    Buckets buckets(o.out, (bytes + bucket_bytes - 1) / bucket_bytes, image);
+    Buckets buckets(path, (bytes + bucket_bytes - 1) / bucket_bytes, image);
     for_each_npy_row(inputs, [&](const uint8_t* row, int32_t label, int64_t index) {
       buckets.add(int64_t(rng_key(key, uint64_t(index)) % uint64_t(buckets.count())), row, label);
     });
-    out = std::make_unique<DatasetWriter>(o.out, n_val, total - n_val, image);
+    out = std::make_unique<DatasetWriter>(path, n_val, total - n_val, image);
     for (int64_t b = 0; b < buckets.count(); ++b) {
       const Split bucket = buckets.take(b);
       for (int64_t row : shuffled_order(size_t(bucket.size()), rng_key(key, uint64_t(b), 1)))
@@ -341,7 +341,9 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
                                                 : std::string("all")) +
                            " drawings of each class";
     provenance["val_fraction"] = std::to_string(o.val_fraction);
-    write_npy_dataset(o, npy, names, provenance);
+    write_beside(o.out, [&](const std::string& path) {
+      write_npy_dataset(o, path, npy, names, provenance);
+    });
   } else {
     Split train, val;
     for (auto [stem, split] : {std::pair{"train", &train}, std::pair{"t10k", &val}}) {
@@ -368,7 +370,9 @@ std::vector<ClassCount> prepare_dataset(const PrepareOptions& o) {
         throw Error(o.out + ": the " + (split == &train ? "train" : "val") +
                     " split would be empty; the " + stem + "-* IDX files hold no images");
     provenance["source"] = "IDX files from " + o.idx_dir + "; /val is the IDX test set (t10k)";
-    write_dataset(o.out, train, val, names, provenance);
+    write_beside(o.out, [&](const std::string& path) {
+      write_dataset(path, train, val, names, provenance);
+    });
   }
   return class_counts(o.out, names);
 }

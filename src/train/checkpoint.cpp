@@ -165,18 +165,10 @@ void write_contents(h5::File& f, const Model& model, Optimizer& opt, const RunSt
 
 void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt,
                      const RunState& state, const std::vector<std::string>& class_names) {
-  const std::string tmp = temp_path_beside(path);
-  {
-    // Exclusive: a name in use fails here, and is not ours to remove.
-    auto f = h5::File::create(tmp, true);
-    try {
-      write_contents(f, model, opt, state, class_names);
-    } catch (...) {
-      std::remove(tmp.c_str());  // still open: the handle closes on a file no one sees
-      throw;
-    }
-  }
-  replace_durably(tmp, path);
+  write_beside(path, [&](const std::string& tmp) {
+    auto f = h5::File::create(tmp, true);  // exclusive: never another writer's file
+    write_contents(f, model, opt, state, class_names);
+  });
 }
 
 Checkpoint load_checkpoint(const std::string& path, int batch) {
