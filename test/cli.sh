@@ -141,7 +141,7 @@ assert j["allreduces_per_step"] == 3, j
 # --sync auto says what it measured and chose, in the banner and in the JSON (4 ranks sharing a
 # 2-core machine mostly get rounds, and with them the allreduce they travel by).
 mpi -np 2 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 4 --threads 1 --sync auto >"$work/auto" 2>&1
-grep -qE "^sync auto: (gradients every step|rounds every [0-9]+ steps, (overlapped|blocking|overlapped and applied [0-9]+ steps later,)) in [a-z0-9]+.* \(link: .* an allreduce, [0-9.]+ MB/s\)(; K doubles \(up to 32\) while the rounds keep a rank waiting)?(; rounds by (the binomial tree|Rabenseifner's) allreduce \(an estimated [0-9.]+ ms a round, by (the binomial tree|Rabenseifner's) [0-9.]+ ms\))?$" "$work/auto" \
+grep -qE "^sync auto: (gradients every step|rounds every [0-9]+ steps, (overlapped|blocking|overlapped and applied [0-9]+ steps later,)) in [a-z0-9]+.* \(link: .* an allreduce, [0-9.]+ MB/s\)(; (rounds applied at the next round, then )?K growing \(up to 128\) while the rounds cost a rank over 15 % of its time)?(; rounds by (the binomial tree|Rabenseifner's) allreduce \(an estimated [0-9.]+ ms a round, by (the binomial tree|Rabenseifner's) [0-9.]+ ms\))?$" "$work/auto" \
   || { fail "train --sync auto banner"; cat "$work/auto"; }
 mpi -np 4 "$PITRAIN" train --data "$work/d.h5" --model mlp --epochs 1 --steps-per-epoch 4 --threads 1 --sync auto --json \
   | tail -n 1 | python3 -c '
