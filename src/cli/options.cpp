@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <iostream>
+#include <typeinfo>
 
 #include "pitrain/cli.h"
 #include "pitrain/error.h"
@@ -12,6 +13,17 @@ const std::string kProgram = "pitrain ";
 const char* const kPathFlags[] = {"data",    "checkpoint", "resume",       "model",
                                   "log",     "out",        "npy",          "idx",
                                   "classes", "hostfile",   "progress-file"};
+
+// Whether `flag` holds one string, not a list (serve's --log, given once a file): cxxopts tells
+// the value's type only by refusing to read it as another.
+bool takes_one_value(const cxxopts::ParseResult& result, const char* flag) {
+  try {
+    result[flag].as<std::string>();
+    return true;
+  } catch (const std::bad_cast&) {
+    return false;
+  }
+}
 
 }  // namespace
 
@@ -44,10 +56,10 @@ bool parse(cxxopts::Options& options, int argc, char** argv, bool speaks,
   }
   if (!result.unmatched().empty())
     throw UsageError(command + ": unexpected argument '" + result.unmatched()[0] + "'" + see);
-  // The parser keeps the last of a repeated option; for a file the user meant one of them, and
-  // a wrapper (elastic) may read another: refuse.
+  // The parser keeps the last of a repeated option that takes one file; the user meant one of
+  // them, and a wrapper (elastic) may read another: refuse. One that takes a list may repeat.
   for (const char* flag : kPathFlags)
-    if (result.count(flag) > 1)
+    if (result.count(flag) > 1 && takes_one_value(result, flag))
       throw UsageError(command + ": --" + flag + " is given " + std::to_string(result.count(flag)) +
                        " times; give it once");
   return true;
