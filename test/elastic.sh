@@ -158,7 +158,8 @@ fi
 # epoch what it sends to the other hosts goes to a hardware address no one has: its MPI link is
 # down, while mpirun and its daemons, which talk through the head, still reach it. Rank 0's
 # stall report names rank 2, and elastic leaves host 3 out of the next launch instead of
-# stalling on it at every start-up. Four epochs are enough.
+# stalling on it at every start-up. Four epochs are enough. An emulated launch may stall at
+# start-up before that and be restarted first: the leaving out is the restart after the cut.
 epochs=4
 elastic arrive &
 job=$!
@@ -169,8 +170,8 @@ rc=$?
 unblackhole 3
 if [ $rc -eq 0 ] && grep -q "ranks that had not arrived: 2 " "$work/arrive.out" &&
   grep -q "lost no host (all answer); leaving out $(addr 3) (answers, but its rank did not arrive; .*resuming on 3 ranks" "$work/arrive.out" &&
-  grep -q "restart 1/[0-9]*: .*leaving out $(addr 3) " "$work/arrive.out" && grep -qE "^pitrain: 3 ranks .* resumed after step [0-9]+$" "$work/arrive.out"; then
-  ok "MPI link down, host answering: $(grep -o 'restart 1/3: .*' "$work/arrive.out")"
+  grep -qE "restart [0-9]+/[0-9]+: .*leaving out $(addr 3) " "$work/arrive.out" && grep -qE "^pitrain: 3 ranks .* resumed after step [0-9]+$" "$work/arrive.out"; then
+  ok "MPI link down, host answering: $(grep -o 'restart [0-9]/3: .*leaving out.*' "$work/arrive.out")"
 else
   fail "MPI link down, host answering: exit $rc; host 3 left out after one restart expected"
   cat "$work/arrive.out"
